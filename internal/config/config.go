@@ -1,0 +1,335 @@
+// Package config loads askrepo's settings: built-in defaults, then an optional
+// YAML file (BOT_CONFIG), then a .env file, then the environment, then
+// command-line flags, each layer overriding the one before. Loading is pure
+// (the environment comes in as a lookup function) so tests pass a map, and
+// every problem is reported at once.
+//
+// It must not import other internal packages.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/joho/godotenv"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is every setting of the bot. Field comments name the environment
+// variable; the YAML key is in the settings table below.
+type Config struct {
+	OpenAIAPIKey      Secret        // OPENAI_API_KEY; unset = the demo model
+	OpenAIBaseURL     string        // OPENAI_BASE_URL
+	OpenAIModel       string        // OPENAI_MODEL
+	OpenAIStream      bool          // OPENAI_STREAM
+	OpenAITemperature *float32      // OPENAI_TEMPERATURE; unset = the server's default
+	OpenAITimeout     time.Duration // OPENAI_TIMEOUT, one request
+
+	RepoPath string   // REPO_PATH
+	RepoName string   // REPO_NAME; default: the directory's name
+	RepoDeny []string // REPO_DENY, extra deny patterns
+
+	SlackBotToken Secret // SLACK_BOT_TOKEN (xoxb-)
+	SlackAppToken Secret // SLACK_APP_TOKEN (xapp-)
+	SlackAPIURL   string // SLACK_API_URL
+
+	DataDir      string        // BOT_DATA_DIR
+	HTTPAddr     string        // BOT_HTTP_ADDR
+	ConfigFile   string        // BOT_CONFIG
+	LogLevel     string        // BOT_LOG_LEVEL
+	LogFormat    string        // BOT_LOG_FORMAT
+	MaxSteps     int           // BOT_MAX_STEPS
+	ToolTimeout  time.Duration // BOT_TOOL_TIMEOUT
+	TurnTimeout  time.Duration // BOT_TURN_TIMEOUT
+	DrainTimeout time.Duration // BOT_DRAIN_TIMEOUT
+	Concurrency  int           // BOT_MAX_CONCURRENT
+	Followups    string        // BOT_FOLLOWUPS: all | mention
+	AllowChannel []string      // BOT_ALLOW_CHANNELS
+	AllowUsers   []string      // BOT_ALLOW_USERS
+}
+
+// Setting describes one variable: its name in the environment and in the
+// YAML file, its default, and what it does. README and configs/.env.example
+// list the same table; a test keeps them in step.
+type Setting struct {
+	Env     string
+	YAML    string
+	Default string
+	Doc     string
+	set     func(c *Config, v string) error
+}
+
+// Settings is the full table, in the order the documentation shows it.
+var Settings = []Setting{
+	{"OPENAI_API_KEY", "", "", "API key of the OpenAI-compatible server. Unset: the built-in demo model answers (no network).", func(c *Config, v string) error { c.OpenAIAPIKey = Secret(v); return nil }},
+	{"OPENAI_BASE_URL", "openai.base_url", "https://api.openai.com/v1", "Base URL of any OpenAI-compatible chat completions API (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp).", setURL(func(c *Config) *string { return &c.OpenAIBaseURL })},
+	{"OPENAI_MODEL", "openai.model", "gpt-4.1-mini", "Model name sent with every request.", setString(func(c *Config) *string { return &c.OpenAIModel })},
+	{"OPENAI_STREAM", "openai.stream", "true", "Stream responses (true/false). Some proxies only work without streaming.", setBool(func(c *Config) *bool { return &c.OpenAIStream })},
+	{"OPENAI_TEMPERATURE", "openai.temperature", "", "Sampling temperature; unset leaves the server's default. 0 is sent as 0.", func(c *Config, v string) error {
+		if v == "" {
+			c.OpenAITemperature = nil
+			return nil
+		}
+		f, err := strconv.ParseFloat(v, 32)
+		if err != nil || f < 0 || f > 2 {
+			return fmt.Errorf("want a number from 0 to 2, got %q", v)
+		}
+		t := float32(f)
+		c.OpenAITemperature = &t
+		return nil
+	}},
+	{"OPENAI_TIMEOUT", "openai.timeout", "120s", "Time limit for one model request (Go duration).", setDuration(func(c *Config) *time.Duration { return &c.OpenAITimeout })},
+	{"REPO_PATH", "repo.path", ".", "Checkout the bot answers about. Tools cannot read outside it.", setString(func(c *Config) *string { return &c.RepoPath })},
+	{"REPO_NAME", "repo.name", "", "Name shown in answers; default: the checkout directory's name.", setString(func(c *Config) *string { return &c.RepoName })},
+	{"REPO_DENY", "repo.deny", "", "Extra deny patterns (comma-separated, gitignore-like) added to the built-in secret-file list.", setList(func(c *Config) *[]string { return &c.RepoDeny })},
+	{"SLACK_BOT_TOKEN", "", "", "Bot token (xoxb-…). With SLACK_APP_TOKEN, `bot` serves Slack.", func(c *Config, v string) error { c.SlackBotToken = Secret(v); return nil }},
+	{"SLACK_APP_TOKEN", "", "", "App-level token (xapp-…) with connections:write, for Socket Mode.", func(c *Config, v string) error { c.SlackAppToken = Secret(v); return nil }},
+	{"SLACK_API_URL", "slack.api_url", "", "Slack Web API base URL; default Slack's own. For Slack-compatible test servers and proxies.", setURL(func(c *Config) *string { return &c.SlackAPIURL })},
+	{"BOT_DATA_DIR", "data_dir", "./data", "Where durable state (sessions) lives.", setString(func(c *Config) *string { return &c.DataDir })},
+	{"BOT_HTTP_ADDR", "http_addr", ":8080", "Listener for /healthz and /metrics; empty disables it.", setString(func(c *Config) *string { return &c.HTTPAddr })},
+	{"BOT_CONFIG", "", "", "Optional YAML file with these settings (see configs/askrepo.example.yaml).", setString(func(c *Config) *string { return &c.ConfigFile })},
+	{"BOT_LOG_LEVEL", "log.level", "info", "debug, info, warn or error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
+	{"BOT_LOG_FORMAT", "log.format", "json", "json or text.", setEnum(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
+	{"BOT_MAX_STEPS", "agent.max_steps", "25", "Model requests per answer before it must answer with what it has.", setInt(func(c *Config) *int { return &c.MaxSteps }, 1, 200)},
+	{"BOT_TOOL_TIMEOUT", "agent.tool_timeout", "30s", "Time limit for one tool call.", setDuration(func(c *Config) *time.Duration { return &c.ToolTimeout })},
+	{"BOT_TURN_TIMEOUT", "agent.turn_timeout", "10m", "Time limit for one whole answer.", setDuration(func(c *Config) *time.Duration { return &c.TurnTimeout })},
+	{"BOT_DRAIN_TIMEOUT", "drain_timeout", "60s", "On SIGTERM, how long running answers may take to finish.", setDuration(func(c *Config) *time.Duration { return &c.DrainTimeout })},
+	{"BOT_MAX_CONCURRENT", "slack.max_concurrent", "4", "Threads answered at the same time; more wait in a queue.", setInt(func(c *Config) *int { return &c.Concurrency }, 1, 256)},
+	{"BOT_FOLLOWUPS", "slack.followups", "all", "all: any reply in a thread the bot is in is a question; mention: only replies that mention it.", setEnum(func(c *Config) *string { return &c.Followups }, "all", "mention")},
+	{"BOT_ALLOW_CHANNELS", "slack.allow_channels", "", "Comma-separated channel IDs the bot answers in (DMs are D…); empty = everywhere it is invited.", setList(func(c *Config) *[]string { return &c.AllowChannel })},
+	{"BOT_ALLOW_USERS", "slack.allow_users", "", "Comma-separated user IDs allowed to ask; empty = everyone.", setList(func(c *Config) *[]string { return &c.AllowUsers })},
+}
+
+// Load builds the configuration: defaults, then the YAML file named by
+// BOT_CONFIG (looked up in env), then env, then overrides (flags, keyed by
+// environment name). env is usually Environ layered over a .env file.
+func Load(env func(string) (string, bool), overrides map[string]string) (Config, error) {
+	var c Config
+	var errs []error
+	for _, s := range Settings {
+		if err := s.set(&c, s.Default); err != nil {
+			panic(fmt.Sprintf("config: bad default for %s: %v", s.Env, err))
+		}
+	}
+	lookup := func(name string) (string, bool) {
+		if v, ok := overrides[name]; ok {
+			return v, true
+		}
+		return env(name)
+	}
+	if file, ok := lookup("BOT_CONFIG"); ok && file != "" {
+		values, err := readYAML(file)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, s := range Settings {
+			v, ok := values[s.YAML]
+			if !ok || s.YAML == "" {
+				continue
+			}
+			if err := s.set(&c, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %s: %w", file, s.YAML, err))
+			}
+		}
+		for k := range values {
+			if !slices.ContainsFunc(Settings, func(s Setting) bool { return s.YAML == k }) && !strings.HasPrefix(k, "repos") {
+				errs = append(errs, fmt.Errorf("%s: unknown setting %q", file, k))
+			}
+		}
+	}
+	for _, s := range Settings {
+		v, ok := lookup(s.Env)
+		if !ok {
+			continue
+		}
+		if err := s.set(&c, strings.TrimSpace(v)); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s.Env, err))
+		}
+	}
+	if err := c.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return c, errors.Join(errs...)
+}
+
+// Environ returns a lookup over the process environment layered on top of the
+// .env file at path: a variable set in the real environment always wins, as
+// godotenv.Load does, but without mutating the process environment. A
+// missing .env file is not an error.
+func Environ(path string) (func(string) (string, bool), error) {
+	dot, err := godotenv.Read(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return func(name string) (string, bool) {
+		if v, ok := os.LookupEnv(name); ok {
+			return v, true
+		}
+		v, ok := dot[name]
+		return v, ok
+	}, nil
+}
+
+// SlackEnabled reports whether both Slack tokens are set.
+func (c Config) SlackEnabled() bool { return c.SlackBotToken.Set() && c.SlackAppToken.Set() }
+
+// SlackMissing names the Slack settings that are not set.
+func (c Config) SlackMissing() []string {
+	var missing []string
+	if !c.SlackBotToken.Set() {
+		missing = append(missing, "SLACK_BOT_TOKEN")
+	}
+	if !c.SlackAppToken.Set() {
+		missing = append(missing, "SLACK_APP_TOKEN")
+	}
+	return missing
+}
+
+// validate checks what single setters cannot: relations between settings
+// and token shapes. It never prints a token, only which one is wrong.
+func (c Config) validate() error {
+	var errs []error
+	if c.SlackBotToken.Set() && !strings.HasPrefix(c.SlackBotToken.Reveal(), "xoxb-") {
+		errs = append(errs, errors.New("SLACK_BOT_TOKEN: want a bot token starting with xoxb- (OAuth & Permissions page of the Slack app)"))
+	}
+	if c.SlackAppToken.Set() && !strings.HasPrefix(c.SlackAppToken.Reveal(), "xapp-") {
+		errs = append(errs, errors.New("SLACK_APP_TOKEN: want an app-level token starting with xapp- with the connections:write scope (Basic Information → App-Level Tokens); a bot token does not work here"))
+	}
+	if c.RepoPath == "" {
+		errs = append(errs, errors.New("REPO_PATH: must not be empty"))
+	}
+	return errors.Join(errs...)
+}
+
+// ResolvedRepoName is RepoName, or the checkout directory's base name.
+func (c Config) ResolvedRepoName() string {
+	if c.RepoName != "" {
+		return c.RepoName
+	}
+	abs, err := filepath.Abs(c.RepoPath)
+	if err != nil {
+		return filepath.Base(c.RepoPath)
+	}
+	return filepath.Base(abs)
+}
+
+// readYAML flattens a YAML document into dotted keys ("slack.followups")
+// with scalar values as strings and lists joined by commas, so the file
+// goes through the same setters as the environment.
+func readYAML(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("BOT_CONFIG: %w", err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("BOT_CONFIG: %s is not valid YAML: %w", path, err)
+	}
+	out := map[string]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, sub := range v {
+				key := k
+				if prefix != "" {
+					key = prefix + "." + k
+				}
+				walk(key, sub)
+			}
+		case []any:
+			parts := make([]string, 0, len(v))
+			for _, item := range v {
+				parts = append(parts, fmt.Sprint(item))
+			}
+			out[prefix] = strings.Join(parts, ",")
+		case nil:
+			out[prefix] = ""
+		default:
+			out[prefix] = fmt.Sprint(v)
+		}
+	}
+	walk("", doc)
+	return out, nil
+}
+
+func setString(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func setURL(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v != "" {
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("want an http(s) URL, got %q", v)
+			}
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func setBool(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+func setInt(field func(*Config) *int, lo, hi int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("want a whole number from %d to %d, got %q", lo, hi, v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func setDuration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration such as 30s or 5m, got %q", v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func setEnum(field func(*Config) *string, allowed ...string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.ToLower(v)
+		if !slices.Contains(allowed, v) {
+			return fmt.Errorf("want one of %s, got %q", strings.Join(allowed, ", "), v)
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func setList(field func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var list []string
+		for part := range strings.SplitSeq(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				list = append(list, part)
+			}
+		}
+		*field(c) = list
+		return nil
+	}
+}
