@@ -1,0 +1,115 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// go-openai turns a failed response into an error that carries the status
+// and message but not the headers, so Retry-After would be lost. The client
+// therefore wraps its transport: each attempt puts an *exchange in the
+// request context, and the transport records what the server answered.
+
+type exchangeKey struct{}
+
+// exchange is what one attempt's HTTP response looked like. It is written by
+// the transport and read by Complete in the same goroutine after the call
+// returns (http.Client.Do runs RoundTrip synchronously).
+type exchange struct {
+	// keepBody asks for a copy of a successful body, so fields go-openai does
+	// not map (DeepSeek's prompt_cache_hit_tokens) can be read. Only set for
+	// non-streaming calls, whose bodies are one bounded JSON document.
+	keepBody bool
+
+	status int
+	header http.Header
+	body   bytes.Buffer
+}
+
+func withExchange(ctx context.Context, x *exchange) context.Context {
+	return context.WithValue(ctx, exchangeKey{}, x)
+}
+
+// maxKeptBody bounds the copy of a response body kept for raw parsing. A
+// chat completion is a few KB; anything larger is not copied.
+const maxKeptBody = 4 << 20
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+type captureTransport struct {
+	base http.RoundTripper
+}
+
+func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	x, ok := req.Context().Value(exchangeKey{}).(*exchange)
+	if !ok {
+		return resp, nil
+	}
+	x.status = resp.StatusCode
+	x.header = resp.Header.Clone()
+	switch {
+	case resp.StatusCode >= 300:
+		// go-openai reads an error body but never closes it; read it here,
+		// bounded, and close it, so the connection is always released.
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+	case x.keepBody:
+		resp.Body = &teeBody{ReadCloser: resp.Body, dst: &x.body}
+	}
+	return resp, nil
+}
+
+// teeBody copies what is read into dst until maxKeptBody.
+type teeBody struct {
+	io.ReadCloser
+	dst *bytes.Buffer
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if n > 0 && t.dst.Len()+n <= maxKeptBody {
+		t.dst.Write(p[:n])
+	}
+	return n, err
+}
+
+// retryAfter reads how long the server asks us to wait: OpenAI and Azure
+// send retry-after-ms (milliseconds, more precise) next to the standard
+// Retry-After (seconds or an HTTP date). Zero means no usable hint.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
