@@ -63,19 +63,46 @@ type Turn struct {
 // ErrNotFound is returned for a turn or session that does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrTurnExists is returned by StartTurn for a turn ID already recorded, so a
+// redelivered event cannot start the same turn twice.
+var ErrTurnExists = errors.New("turn already exists")
+
+// ErrTurnEnded is returned when a turn that is done, failed or stopped is
+// written to (AppendStep, EndTurn): a run cancelled by a person may still
+// finish a step, and that step must not reach the history after the fact.
+var ErrTurnEnded = errors.New("turn already ended")
+
+// ErrTooLarge is returned when one turn alone would exceed the store's
+// message limit; older turns are dropped before that happens.
+var ErrTooLarge = errors.New("turn too large to store")
+
+// Ended reports whether s is a final state (done, failed or stopped).
+func (s TurnState) Ended() bool {
+	return s == TurnDone || s == TurnFailed || s == TurnStopped
+}
+
 // Store persists sessions, turns and event dedupe keys. Implementations are
 // safe for concurrent use. Each method is atomic: a turn's writes that must
 // go together are one call.
+//
+// Times (Created, Updated, Started, Ended, dedupe expiry) come from the
+// store's own clock, injectable for tests; a Turn passed to StartTurn with a
+// zero Started gets the store's now. Every write to a session or its turns
+// moves Session.Updated, which is what Purge measures idleness by.
 type Store interface {
 	// Session returns the thread's session; ok is false if there is none.
 	Session(ctx context.Context, key Key) (s Session, ok bool, err error)
 	// StartTurn records t as running, creating the session (with repo) if
-	// needed, and appends userMsg to the history.
+	// needed, and appends userMsg to the history. An existing session keeps
+	// its repo. A turn ID seen before gives ErrTurnExists.
 	StartTurn(ctx context.Context, t Turn, repo string, userMsg llm.Message) error
 	// AppendStep appends one completed step's messages to the turn's session
-	// history and adds usage to the turn and the session totals.
+	// history, counts the step and adds usage to the turn and the session
+	// totals. Unknown turn: ErrNotFound; ended turn: ErrTurnEnded.
 	AppendStep(ctx context.Context, turnID string, msgs []llm.Message, usage llm.Usage) error
-	// EndTurn sets the turn's final state; a done turn counts in Session.Turns.
+	// EndTurn sets the turn's final state (done, failed or stopped) and its
+	// end time; a done turn counts in Session.Turns. Ending an ended turn
+	// gives ErrTurnEnded and changes nothing, so Turns counts each turn once.
 	EndTurn(ctx context.Context, turnID string, state TurnState, errRef string) error
 	// SetTurnState changes the state of a turn without ending it (for
 	// instance interrupted → running when it is resumed).
@@ -86,12 +113,17 @@ type Store interface {
 	SetCommit(ctx context.Context, key Key, commit string) error
 	// Unfinished lists turns in state running or interrupted, oldest first.
 	Unfinished(ctx context.Context) ([]Turn, error)
+	// Turn returns one turn by ID, or ErrNotFound.
+	Turn(ctx context.Context, turnID string) (Turn, error)
 	// FirstSeen records a dedupe key unless present; it reports whether this
 	// call recorded it. Keys expire after ttl.
 	FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error)
 	// Sessions lists sessions, most recently updated first, without history.
+	// A limit of 0 or less lists all.
 	Sessions(ctx context.Context, limit int) ([]Session, error)
-	// Purge deletes sessions idle since before and expired dedupe keys.
+	// Purge deletes sessions idle since before (Updated before it) with all
+	// their turns, and dedupe keys expired by the store's now. It returns the
+	// number of sessions deleted.
 	Purge(ctx context.Context, before time.Time) (int, error)
 	// Ping reports whether the store is usable.
 	Ping(ctx context.Context) error
