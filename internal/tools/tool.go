@@ -46,3 +46,11 @@ type Result struct {
 	Summary string
 	IsError bool
 }
+
+// Summarizer is implemented by tools that can say better than a line count
+// what their output holds ("3 matches in 2 files"). The registry calls it
+// with the complete output of a successful run, before truncation, to fill
+// Result.Summary.
+type Summarizer interface {
+	Summarize(output string) string
+}

@@ -1,0 +1,128 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// GlobName is the name the model calls glob by.
+const GlobName = "glob"
+
+//go:embed desc/glob.md
+var globDescription string
+
+// maxGlobResults caps one answer: past a hundred names the pattern is too
+// broad to be useful.
+const maxGlobResults = 100
+
+type globArgs struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"`
+}
+
+type globTool struct{ ws *Workspace }
+
+// NewGlob returns the glob tool over ws.
+func NewGlob(ws *Workspace) Tool { return &globTool{ws: ws} }
+
+var _ Summarizer = (*globTool)(nil)
+
+func (g *globTool) Definition() Definition {
+	return Definition{
+		Name:        GlobName,
+		Description: strings.TrimSpace(globDescription),
+		Parameters: json.RawMessage(`{"type":"object","properties":{` +
+			`"pattern":{"type":"string","description":"Glob pattern, e.g. \"**/*.go\", \"cmd/*/main.go\", \"*config*\"."},` +
+			`"path":{"type":"string","description":"Directory to search in, relative to the repository root. Default \".\"."}},` +
+			`"required":["pattern"]}`),
+	}
+}
+
+func (g *globTool) Run(ctx context.Context, input json.RawMessage) (string, error) {
+	args, err := ParseArgs[globArgs](input)
+	if err != nil {
+		return "", err
+	}
+	pattern := strings.TrimSpace(args.Pattern)
+	if pattern == "" {
+		return "", errors.New(`"pattern" is required: a file name pattern such as "**/*_test.go" or "Dockerfile*"`)
+	}
+	if strings.HasPrefix(pattern, "/") {
+		// A model often writes the checkout's absolute path, or "/x" meaning
+		// the root; both mean "from the root".
+		if rel, err := g.ws.Rel(pattern); err == nil {
+			pattern = rel
+		} else {
+			pattern = strings.TrimLeft(pattern, "/")
+		}
+	}
+	pattern = strings.TrimPrefix(pattern, "./")
+	if !doublestar.ValidatePattern(pattern) {
+		return "", fmt.Errorf("pattern %q is not a valid glob (check that brackets and braces are closed); examples: \"**/*.go\", \"src/**/test_*.py\"", args.Pattern)
+	}
+	dir := strings.TrimSpace(args.Path)
+	if dir == "" {
+		dir = "."
+	}
+	rel, err := g.ws.Rel(dir)
+	if err != nil {
+		return "", err
+	}
+	files, err := g.ws.Files(ctx)
+	if err != nil {
+		return "", err
+	}
+	prefix := ""
+	if rel != "." {
+		prefix = rel + "/"
+	}
+	// Like .gitignore, a pattern without a slash names a file at any depth:
+	// "*.go" finds every Go file, which is what a model asking it means.
+	byName := !strings.Contains(pattern, "/")
+	var matches []string
+	for i := sort.SearchStrings(files, prefix); i < len(files) && strings.HasPrefix(files[i], prefix); i++ {
+		name := files[i][len(prefix):]
+		if byName {
+			name = path.Base(name)
+		}
+		if doublestar.MatchUnvalidated(pattern, name) {
+			matches = append(matches, files[i])
+		}
+	}
+	where := ""
+	if rel != "." {
+		where = " under " + rel + "/"
+	}
+	var b strings.Builder
+	if len(matches) == 0 {
+		fmt.Fprintf(&b, "no files match %q%s. A pattern without \"/\" matches file names at any depth and \"**\" crosses directories; ignored and secret files are never listed. Use list_files to see the layout.\n", pattern, where)
+		return b.String(), nil
+	}
+	fmt.Fprintf(&b, "%d %s match %q%s\n", len(matches), nounFor(len(matches), "file", "files"), pattern, where)
+	shown := matches[:min(len(matches), maxGlobResults)]
+	for _, m := range shown {
+		b.WriteString(m)
+		b.WriteByte('\n')
+	}
+	if len(matches) > len(shown) {
+		fmt.Fprintf(&b, "… %d of %d shown; make the pattern more specific or give a path\n", len(shown), len(matches))
+	}
+	return b.String(), nil
+}
+
+// Summarize gives "12 files" or "no match".
+func (g *globTool) Summarize(output string) string {
+	if strings.HasPrefix(output, "no files match") {
+		return "no match"
+	}
+	first, _, _ := strings.Cut(output, " match ")
+	return first
+}

@@ -1,0 +1,218 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+)
+
+// ListFilesName is the name the model calls list_files by.
+const ListFilesName = "list_files"
+
+//go:embed desc/list_files.md
+var listFilesDescription string
+
+// maxListEntries caps one listing; a bigger tree is better explored a
+// directory at a time than read as a wall of paths.
+const maxListEntries = 500
+
+type listFilesArgs struct {
+	Path      string `json:"path"`
+	Recursive bool   `json:"recursive"`
+}
+
+type listFiles struct{ ws *Workspace }
+
+// NewListFiles returns the list_files tool over ws.
+func NewListFiles(ws *Workspace) Tool { return &listFiles{ws: ws} }
+
+var _ Summarizer = (*listFiles)(nil)
+
+func (l *listFiles) Definition() Definition {
+	return Definition{
+		Name:        ListFilesName,
+		Description: strings.TrimSpace(listFilesDescription),
+		Parameters: json.RawMessage(`{"type":"object","properties":{` +
+			`"path":{"type":"string","description":"Directory relative to the repository root. Default \".\", the root."},` +
+			`"recursive":{"type":"boolean","description":"List every file below path instead of the immediate entries. Default false."}}}`),
+	}
+}
+
+func (l *listFiles) Run(ctx context.Context, input json.RawMessage) (string, error) {
+	args, err := ParseArgs[listFilesArgs](input)
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSpace(args.Path)
+	if p == "" {
+		p = "."
+	}
+	rel, err := l.ws.Rel(p)
+	if err != nil {
+		return "", err
+	}
+	if err := l.checkDir(ctx, rel); err != nil {
+		return "", err
+	}
+	files, err := l.ws.Files(ctx)
+	if err != nil {
+		return "", err
+	}
+	prefix := ""
+	if rel != "." {
+		prefix = rel + "/"
+	}
+	// Files is sorted, so everything under prefix is one contiguous run.
+	lo := sort.SearchStrings(files, prefix)
+	hi := lo
+	for hi < len(files) && strings.HasPrefix(files[hi], prefix) {
+		hi++
+	}
+	under := files[lo:hi]
+
+	var entries []string
+	if args.Recursive {
+		entries = make([]string, 0, len(under))
+		for _, f := range under {
+			entries = append(entries, f[len(prefix):])
+		}
+	} else {
+		seen := make(map[string]bool)
+		for _, f := range under {
+			name, _, isDir := strings.Cut(f[len(prefix):], "/")
+			if isDir {
+				name += "/"
+			}
+			if !seen[name] {
+				seen[name] = true
+				entries = append(entries, name)
+			}
+		}
+		sort.Strings(entries)
+	}
+
+	header := "./"
+	if rel != "." {
+		header = rel + "/"
+	}
+	var b strings.Builder
+	noun := nounFor(len(entries), "entry", "entries")
+	if args.Recursive {
+		noun = nounFor(len(entries), "file", "files") + ", recursive"
+	}
+	fmt.Fprintf(&b, "%s (%d %s)\n", header, len(entries), noun)
+	if len(entries) == 0 {
+		b.WriteString("(nothing to list: the directory is empty, or everything in it is ignored or on the deny-list)\n")
+		return b.String(), nil
+	}
+	shown := entries[:min(len(entries), maxListEntries)]
+	for _, e := range shown {
+		b.WriteString(l.describe(prefix, e))
+		b.WriteByte('\n')
+	}
+	if len(entries) > len(shown) {
+		hint := "use glob to narrow"
+		if d := firstDir(shown); d != "" {
+			hint = fmt.Sprintf("list a subdirectory (e.g. path=%q) or use glob to narrow", path.Join(rel, d))
+		}
+		fmt.Fprintf(&b, "… %d of %d shown; %s\n", len(shown), len(entries), hint)
+	}
+	return b.String(), nil
+}
+
+// checkDir makes sure rel is a directory that can be listed, and otherwise
+// says what it is and what to do instead.
+func (l *listFiles) checkDir(ctx context.Context, rel string) error {
+	if rel == "." {
+		return nil
+	}
+	fi, err := l.ws.root.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		msg := fmt.Sprintf("%s: no such directory", rel)
+		if files, ferr := l.ws.Files(ctx); ferr == nil {
+			if s := suggestDirs(rel, files, 3); len(s) > 0 {
+				msg += "; did you mean " + quoteList(s) + "?"
+			}
+		}
+		return fmt.Errorf("%s. List the parent directory or use glob to find it: %w", msg, fs.ErrNotExist)
+	case err != nil:
+		return l.ws.openError(rel, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, rerr := l.ws.resolve(rel)
+		if rerr != nil {
+			return fmt.Errorf("%w: %s is a symlink that leads out of the repository", ErrOutside, rel)
+		}
+		return fmt.Errorf("%s is a symlink to %s; symlinked directories are not followed, list %q instead", rel, target, target)
+	case !fi.IsDir():
+		return fmt.Errorf("%s is a file, not a directory; read it with read_file", rel)
+	}
+	return nil
+}
+
+// describe renders one entry, marking symlinks "name@ -> target".
+func (l *listFiles) describe(prefix, entry string) string {
+	if strings.HasSuffix(entry, "/") {
+		return entry
+	}
+	full := prefix + entry
+	fi, err := l.ws.root.Lstat(full)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return entry
+	}
+	target, err := l.ws.root.Readlink(full)
+	if err != nil {
+		return entry + "@"
+	}
+	if _, rerr := l.ws.resolve(full); errors.Is(rerr, ErrOutside) {
+		return entry + "@ -> " + target + " (outside the workspace)"
+	}
+	return entry + "@ -> " + target
+}
+
+// Summarize gives the count from the header line: "12 entries".
+func (l *listFiles) Summarize(output string) string {
+	first, _, _ := strings.Cut(output, "\n")
+	if i := strings.LastIndexByte(first, '('); i >= 0 {
+		s := strings.TrimSuffix(first[i+1:], ")")
+		s, _, _ = strings.Cut(s, ",")
+		return s
+	}
+	return countLines(output)
+}
+
+func firstDir(entries []string) string {
+	for _, e := range entries {
+		if d, _, ok := strings.Cut(e, "/"); ok {
+			return d
+		}
+	}
+	return ""
+}
+
+func nounFor(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// suggestDirs is suggestPaths for directories: it offers directories
+// holding listable files.
+func suggestDirs(want string, files []string, n int) []string {
+	seen := make(map[string]bool)
+	var dirs []string
+	for _, f := range files {
+		for d := path.Dir(f); d != "." && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	return suggestPaths(want, dirs, n)
+}
