@@ -445,8 +445,11 @@ func TestFailures(t *testing.T) {
 			says:     []string{"answered 500 after 4 attempts", "check the server or try again", "server had an error"},
 		},
 		{
-			name:     "503 html from a proxy",
-			reply:    func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503); w.Write([]byte("<html><title>503 Service Temporarily Unavailable</title></html>")) },
+			name: "503 html from a proxy",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(503)
+				w.Write([]byte("<html><title>503 Service Temporarily Unavailable</title></html>"))
+			},
 			kind:     ErrUnavailable,
 			attempts: 4,
 			status:   503,
@@ -500,8 +503,11 @@ func TestFailures(t *testing.T) {
 			says:     []string{"rejected the credentials (401)", "OPENAI_API_KEY", "[redacted]"},
 		},
 		{
-			name:     "200 with an html page is not a chat completion",
-			reply:    func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200); w.Write([]byte("<!doctype html><html>login</html>")) },
+			name: "200 with an html page is not a chat completion",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(200)
+				w.Write([]byte("<!doctype html><html>login</html>"))
+			},
 			kind:     ErrUnavailable,
 			attempts: 1,
 			status:   200,
