@@ -51,7 +51,7 @@ func textLen(s string) int {
 }
 
 // cutText returns the longest prefix of s that is at most limit by textLen,
-// preferring to end after a space when there is one in the last quarter.
+// preferring to end after a space when there is one in its second half.
 func cutText(s string, limit int) (head, tail string) {
 	if textLen(s) <= limit {
 		return s, ""
@@ -68,7 +68,7 @@ func cutText(s string, limit int) (head, tail string) {
 			lastSpace = end
 		}
 	}
-	if lastSpace > end*3/4 {
+	if lastSpace > end/2 {
 		end = lastSpace
 	}
 	if end == 0 { // limit smaller than the first character: take it anyway so callers progress

@@ -362,7 +362,7 @@ var (
 // internal/ (*.go)", "cmd/ (recursive)". Keys it does not know follow as
 // key=value pairs, and arguments that are not a JSON object are shown raw,
 // since a model's broken JSON is worth seeing. The result is at most about 80
-// characters.
+// characters. Flags set to true show as their name alone.
 func CompactArgs(toolName, argsJSON string) string {
 	raw := strings.TrimSpace(argsJSON)
 	var obj map[string]any
@@ -434,10 +434,18 @@ func CompactArgs(toolName, argsJSON string) string {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
+		v := obj[k]
+		if f, ok := v.(bool); ok && !f {
+			continue // flags are off unless given; "literal=false" is noise
+		}
 		if b.Len() > 0 {
 			b.WriteString(" ")
 		}
-		b.WriteString(k + "=" + argValue(obj[k]))
+		if _, ok := v.(bool); ok {
+			b.WriteString(k) // a flag that is on: "ignore_case"
+			continue
+		}
+		b.WriteString(k + "=" + argValue(v))
 	}
 	return clipText(b.String(), maxArgsChars)
 }
