@@ -51,11 +51,15 @@ type filesCache struct {
 // The result is cached while the git index and HEAD are unchanged, for at
 // most WorkspaceOptions.FilesTTL. The returned slice is the caller's.
 func (w *Workspace) Files(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list files: %w", err)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.git.checked {
 		w.git.gitDir = w.findGitDir(ctx)
-		w.git.checked = true
+		// A canceled call says nothing about the repository: ask again.
+		w.git.checked = ctx.Err() == nil
 	}
 	key := w.cacheKey()
 	if c := w.files; c != nil && w.ttl > 0 && c.key == key && time.Since(c.at) < w.ttl {
@@ -169,7 +173,7 @@ func (w *Workspace) walkFiles(ctx context.Context) ([]string, error) {
 	var list []string
 	n := 0
 	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if n++; n%256 == 0 && ctx.Err() != nil {
+		if n++; n%256 == 1 && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
