@@ -80,6 +80,16 @@ func longAnswer() string {
 	return b.String()
 }
 
+// readInput reads a Markdown input kept next to the golden files.
+func readInput(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "golden", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestGolden(t *testing.T) {
 	stop := ProgressOptions{StopActionID: "askrepo_stop", StopValue: "turn-42", Status: "Working…"}
 	eleven := []CallLine{
@@ -106,35 +116,7 @@ func TestGolden(t *testing.T) {
 		}, stop)},
 		{"progress_eleven_calls", ProgressMessages(eleven, stop)},
 		{"progress_done_no_button", ProgressMessages(eleven[:3], ProgressOptions{})},
-		{"answer_formatting", AnswerMessages(`# Retry logic
-
-The **retry** loop lives in [retry.go](https://github.com/acme/app/blob/main/internal/retry/retry.go) and is *only* used by ` + "`Client.Do`" + `.
-
-## Steps
-
-1. Build the request.
-2. Call ` + "`do`" + ` until it succeeds:
-   - on **5xx**, wait and retry;
-   - on 4xx & anything else, give up.
-- [x] handles ` + "`Retry-After`" + `
-- [ ] jitter
-
-> Note: ~~never~~ retries POSTs when a < b.
-
-| status | retried | wait |
-|--------|---------|------|
-| 429 | yes | Retry-After |
-| 503 | yes | backoff |
-| 400 | no | - |
-
-` + "```go" + `
-for attempt := 0; attempt < 3; attempt++ {
-	if err := do(ctx); err == nil || !retryable(err) {
-		return err
-	}
-}
-` + "```" + `
-`, Footer{Steps: 3, ToolCalls: 5, PromptTokens: 12345, CachedTokens: 9100, CompletionTokens: 410, Duration: 8200 * time.Millisecond})},
+		{"answer_formatting", AnswerMessages(readInput(t, "answer_formatting.md"), Footer{Steps: 3, ToolCalls: 5, PromptTokens: 12345, CachedTokens: 9100, CompletionTokens: 410, Duration: 8200 * time.Millisecond})},
 		{"answer_long_split", AnswerMessages(longAnswer(), Footer{Steps: 2, ToolCalls: 1, PromptTokens: 25000, CompletionTokens: 6100, Duration: 42 * time.Second})},
 		{"answer_mentions", AnswerMessages("Hey <!channel> and <!here>, <@U123ABC> asked in <#C0123|general>; ping <!subteam^S42> too.\n\nCode stays: `if a < b && c > d {}` and `<div>`.", Footer{})},
 		{"answer_footer", AnswerMessages("Done.", Footer{
