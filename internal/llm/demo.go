@@ -23,8 +23,8 @@ const (
 // whole path end to end: Slack thread, tool context lines, answer, footer.
 //
 // It is stateless and safe for concurrent use: everything it decides comes
-// from the request. "This turn" is the messages after the last user message,
-// so a follow-up question in the same thread runs the steps again.
+// from the request. "This turn" is the messages after the user's latest
+// question, so a follow-up question in the same thread runs the steps again.
 type Demo struct{}
 
 var _ Model = (*Demo)(nil)
@@ -44,17 +44,12 @@ func (*Demo) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	prompt := estimatePrompt(req)
 
-	lastUser := -1
-	for i, m := range req.Messages {
-		if m.Role == RoleUser {
-			lastUser = i
-		}
-	}
+	start := turnStart(req.Messages)
 	question := ""
-	if lastUser >= 0 {
-		question = req.Messages[lastUser].Content
+	if start >= 0 {
+		question = stripContext(req.Messages[start].Content)
 	}
-	turn := req.Messages[lastUser+1:]
+	turn := req.Messages[start+1:]
 
 	offered := make(map[string]bool, len(req.Tools))
 	for _, t := range req.Tools {
@@ -104,6 +99,53 @@ func (*Demo) Complete(ctx context.Context, req Request) (Response, error) {
 	}, nil
 }
 
+// turnStart finds the user message that asked the current question, or -1.
+// A user message right after a tool result (or after another user message)
+// is a note the loop added mid-turn ("the step limit is reached, answer
+// now"), not a new question, so the turn goes on from the question before.
+func turnStart(msgs []Message) int {
+	start := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleUser {
+			start = i
+			break
+		}
+	}
+	for start > 0 {
+		switch msgs[start-1].Role {
+		case RoleUser:
+			start--
+		case RoleTool:
+			prev := -1
+			for i := start - 1; i >= 0; i-- {
+				if msgs[i].Role == RoleUser {
+					prev = i
+					break
+				}
+			}
+			if prev < 0 {
+				return start
+			}
+			start = prev
+		default:
+			return start
+		}
+	}
+	return start
+}
+
+// stripContext drops a leading <context>…</context> block (repository,
+// commit, date) that the loop puts in front of a session's first question.
+func stripContext(s string) string {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "<context>") {
+		if _, rest, ok := strings.Cut(t, "</context>"); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return t
+}
+
 // toolResult is a tool message with its error state normalised.
 type toolResult struct {
 	Content string
@@ -137,6 +179,9 @@ func topLevel(listing string) []string {
 	var out []string
 	for line := range strings.Lines(listing) {
 		e := strings.TrimSpace(line)
+		if i := strings.Index(e, "@ -> "); i > 0 {
+			e = e[:i] // a symlink: "name@ -> target"
+		}
 		// Notices ("42 entries", "[truncated …]") are sentences; paths
 		// in a repository rarely contain spaces.
 		if e == "" || strings.ContainsAny(e, " \t") || strings.HasPrefix(e, "[") || strings.HasPrefix(e, "(") {
@@ -285,13 +330,17 @@ func demoAnswer(question string, list toolResult, listed bool, entries []string,
 		fmt.Fprintf(&b, "Reading the README failed: %s\n", oneLine(read.Content, 200))
 	default:
 		title, para := readmeGist(read.Content)
+		name := "The README"
+		if readme != "" {
+			name = fmt.Sprintf("The README (`%s`)", readme)
+		}
 		switch {
 		case title == "" && para == "":
-			b.WriteString("The README is empty.\n")
+			fmt.Fprintf(&b, "%s is empty.\n", name)
 		case para == "":
-			fmt.Fprintf(&b, "README: %s\n", title)
+			fmt.Fprintf(&b, "%s is titled “%s”.\n", name, title)
 		default:
-			fmt.Fprintf(&b, "README: %s. %s\n", title, para)
+			fmt.Fprintf(&b, "%s is titled “%s”: %s\n", name, title, para)
 		}
 	}
 
