@@ -123,6 +123,11 @@ func (s *Server) register(c *wsConn, ticket string) bool {
 	s.nextConn++
 	c.id = s.nextConn
 	live := s.st.Live() + 1
+	// Visible (to DropConnections, Connections) before hello goes out, because the
+	// client may act on hello at once; envelopes still wait for sendMu, held here.
+	s.st.Conns = append(s.st.Conns, Conn{ID: c.id, Ticket: ticket, Opened: time.Now()})
+	s.conns[c.id] = c
+	s.notifyLocked()
 	s.mu.Unlock()
 
 	hello, _ := json.Marshal(map[string]any{
@@ -137,15 +142,12 @@ func (s *Server) register(c *wsConn, ticket string) bool {
 	})
 	if err := c.write(hello); err != nil {
 		c.close()
-		return false
+		return true // read notices the closed socket and records it
 	}
 
 	s.mu.Lock()
-	s.st.Conns = append(s.st.Conns, Conn{ID: c.id, Ticket: ticket, Opened: time.Now()})
-	s.conns[c.id] = c
 	pending := s.pending
 	s.pending = nil
-	s.notifyLocked()
 	s.mu.Unlock()
 	s.log.Debug("socket connected", "conn", c.id, "ticket", ticket)
 
