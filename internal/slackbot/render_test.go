@@ -357,3 +357,13 @@ func TestErrorMessage(t *testing.T) {
 		t.Errorf("block text = %q, want %q", sec.Text.Text, want)
 	}
 }
+
+// BenchmarkAnswerMessages renders a 120,000-character answer: prose, a long
+// Go fence and a minified line, the worst case the splitter sees.
+func BenchmarkAnswerMessages(b *testing.B) {
+	huge := longAnswer() + "\n\n" + strings.Repeat("A paragraph of prose that goes on. ", 2000) + "\n\n```\n" + strings.Repeat("x", 30_000) + "\n```\n"
+	b.SetBytes(int64(len(huge)))
+	for b.Loop() {
+		AnswerMessages(huge, Footer{Steps: 1})
+	}
+}
