@@ -347,6 +347,17 @@ func (c *Client) classify(err error, x *exchange) failure {
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	switch {
+	case errors.As(err, &reqErr):
+		// Checked first: it may wrap a partly decoded *openai.APIError
+		// that lacks the status code.
+		f.status = reqErr.HTTPStatusCode
+		f.message = bodyText(reqErr.Body)
+		if errors.As(reqErr.Err, &apiErr) && apiErr.Message != "" {
+			f.message = apiErr.Message
+		}
+		if f.message == "" {
+			f.message = http.StatusText(reqErr.HTTPStatusCode)
+		}
 	case errors.As(err, &apiErr):
 		f.status = apiErr.HTTPStatusCode
 		f.message = apiErr.Message
@@ -360,12 +371,6 @@ func (c *Client) classify(err error, x *exchange) failure {
 		if code, _ := apiErr.Code.(string); code == "insufficient_quota" || apiErr.Type == "insufficient_quota" {
 			// 429 for an exhausted account: waiting will not refill it.
 			return c.finish(failure{kind: ErrRateLimited, status: f.status, message: f.message + " (the account is out of quota; check its billing)"}, x)
-		}
-	case errors.As(err, &reqErr):
-		f.status = reqErr.HTTPStatusCode
-		f.message = bodyText(reqErr.Body)
-		if f.message == "" {
-			f.message = http.StatusText(reqErr.HTTPStatusCode)
 		}
 	case errors.Is(err, errAttemptTimeout):
 		f.message = fmt.Sprintf("no complete answer within %s", c.cfg.AttemptTimeout)

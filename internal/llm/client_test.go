@@ -770,3 +770,54 @@ func TestBackoffIsBoundedAndJittered(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestConcurrentUse(t *testing.T) {
+	f := newFakeAPI(t, sse(
+		chunk(`{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"list_files","arguments":"{}"}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+		usageChunk(`{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}`),
+	))
+	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = true })
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			r, err := c.Complete(t.Context(), askRequest())
+			if err == nil && (len(r.Message.ToolCalls) != 1 || r.Usage.PromptTokens != 3) {
+				err = errors.New("wrong response")
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// BenchmarkStreamedAnswer measures a 400-chunk streamed answer with two
+// parallel tool calls end to end through a local server.
+func BenchmarkStreamedAnswer(b *testing.B) {
+	chunks := []string{chunk(`{"role":"assistant","content":""}`, "")}
+	for i := range 200 {
+		chunks = append(chunks, chunk(`{"content":"word `+string(rune('a'+i%26))+` "}`, ""))
+	}
+	for i := range 100 {
+		idx := string(rune('0' + i%2))
+		chunks = append(chunks, chunk(`{"tool_calls":[{"index":`+idx+`,"function":{"arguments":""}}]}`, ""))
+	}
+	chunks = append(chunks,
+		chunk(`{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}}]}`, ""),
+		chunk(`{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"y\"}"}}]}`, ""),
+		chunk(`{}`, "tool_calls"),
+		usageChunk(`{"prompt_tokens":3000,"completion_tokens":400,"total_tokens":3400,"prompt_tokens_details":{"cached_tokens":2048}}`))
+	f := newFakeAPI(b, sse(chunks...))
+	c, _ := newTestClient(b, f, func(cfg *ClientConfig) { cfg.Stream = true })
+	req := askRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Complete(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
