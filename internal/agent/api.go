@@ -40,3 +40,12 @@ type Observer interface {
 	// as they happen.
 	StepDone(step int, appended []llm.Message, usage llm.Usage)
 }
+
+// ReadOnlyReporter may be implemented by a Toolbox that holds tools with side
+// effects. The calls of one step for which ReadOnly is true run concurrently;
+// any other call runs alone, after the calls before it and before the calls
+// after it. A Toolbox that does not implement it is taken to be all
+// read-only, as askrepo's tools are.
+type ReadOnlyReporter interface {
+	ReadOnly(toolName string) bool
+}

@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// runStep runs the calls of one step and appends one tool message per call,
+// in call order. Calls with run[i] false are refused repeats: they get an
+// error result without running. Every call gets a result, also when ctx is
+// cancelled, because providers reject a history with a call left unanswered.
+func (r *run) runStep(ctx context.Context, step int, calls []tools.Call, run []bool) {
+	results := make([]tools.Result, len(calls))
+	for _, c := range calls {
+		r.obs.ToolStarted(step, c)
+	}
+	for i, c := range calls {
+		if !run[i] {
+			results[i] = tools.Result{
+				CallID:  c.ID,
+				Name:    c.Name,
+				Content: repeatMessage(c.Name, r.a.maxRepeats),
+				Summary: "repeated call, not run",
+				IsError: true,
+			}
+			r.obs.ToolDone(step, c, results[i], 0)
+		}
+	}
+	for i := 0; i < len(calls); {
+		if !run[i] {
+			i++
+			continue
+		}
+		if !r.a.readOnly(calls[i].Name) {
+			results[i] = r.exec(ctx, step, calls[i])
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(calls) && (!run[j] || r.a.readOnly(calls[j].Name)) {
+			j++
+		}
+		r.execConcurrently(ctx, step, calls[i:j], run[i:j], results[i:j])
+		i = j
+	}
+	for i, c := range calls {
+		res := results[i]
+		r.conv = append(r.conv, llm.Message{
+			Role:       llm.RoleTool,
+			Content:    res.Content,
+			ToolCallID: c.ID,
+			IsError:    res.IsError,
+		})
+	}
+}
+
+// execConcurrently runs the calls with run[i] set, at most maxParallel at a
+// time, writing each result to its own slot so the order is the calls'.
+func (r *run) execConcurrently(ctx context.Context, step int, calls []tools.Call, run []bool, results []tools.Result) {
+	n := 0
+	for _, ok := range run {
+		if ok {
+			n++
+		}
+	}
+	if n == 1 {
+		for i, ok := range run {
+			if ok {
+				results[i] = r.exec(ctx, step, calls[i])
+			}
+		}
+		return
+	}
+	sem := make(chan struct{}, r.a.maxParallel)
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		if !run[i] {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			results[i] = cancelledResult(c)
+			r.obs.ToolDone(step, c, results[i], 0)
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i] = r.exec(ctx, step, c)
+		})
+	}
+	wg.Wait()
+}
+
+// exec runs one call under the per-call timeout and tells the observer.
+func (r *run) exec(ctx context.Context, step int, c tools.Call) tools.Result {
+	began := time.Now()
+	res := r.a.runOne(ctx, c)
+	took := time.Since(began)
+	res.CallID = c.ID
+	if res.Name == "" {
+		res.Name = c.Name
+	}
+	r.a.log.Debug("tool done", "step", step, "tool", c.Name, "summary", res.Summary, "is_error", res.IsError, "took", took)
+	r.obs.ToolDone(step, c, res, took)
+	return res
+}
+
+// runOne runs the call in its own goroutine and stops waiting for it when its
+// timeout or ctx ends, so a tool that ignores its context cannot hold the
+// turn; such a tool's goroutine finishes on its own later. Its result is
+// replaced by one that tells the model what happened and what to do.
+func (a *Agent) runOne(ctx context.Context, c tools.Call) tools.Result {
+	if ctx.Err() != nil {
+		return cancelledResult(c)
+	}
+	cctx, cancel := context.WithTimeout(ctx, a.toolTimeout)
+	defer cancel()
+	done := make(chan tools.Result, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				a.log.Error("tool panicked", "tool", c.Name, "panic", fmt.Sprint(v))
+				done <- tools.Result{
+					Name:    c.Name,
+					Content: "the tool failed with an internal error; try other arguments or another tool",
+					Summary: "internal error",
+					IsError: true,
+				}
+			}
+		}()
+		done <- a.tools.Run(cctx, c)
+	}()
+	var res tools.Result
+	select {
+	case res = <-done:
+		if !res.IsError || cctx.Err() == nil {
+			return res
+		}
+	case <-cctx.Done():
+		select {
+		case res = <-done:
+			if !res.IsError {
+				return res
+			}
+		default:
+		}
+	}
+	if ctx.Err() != nil {
+		return cancelledResult(c)
+	}
+	if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return tools.Result{
+			Name:    c.Name,
+			Content: fmt.Sprintf("timed out after %s; narrow the request (a smaller directory, a more specific pattern, fewer lines)", a.toolTimeout),
+			Summary: fmt.Sprintf("timed out after %s", a.toolTimeout),
+			IsError: true,
+		}
+	}
+	return res
+}
+
+func cancelledResult(c tools.Call) tools.Result {
+	return tools.Result{
+		CallID:  c.ID,
+		Name:    c.Name,
+		Content: "cancelled: the turn was stopped before this call finished",
+		Summary: "cancelled",
+		IsError: true,
+	}
+}
