@@ -126,6 +126,7 @@ func New(cfg Config) (*Agent, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
+	a.log = a.log.With("component", "agent")
 	if ro, ok := cfg.Tools.(ReadOnlyReporter); ok {
 		a.readOnly = ro.ReadOnly
 	}

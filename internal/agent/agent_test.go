@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -1032,4 +1033,37 @@ type modelFunc func(ctx context.Context, req llm.Request) (llm.Response, error)
 
 func (f modelFunc) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	return f(ctx, req)
+}
+
+// A turn logs one Info line with what it cost, and tool contents stay out
+// of Info.
+func TestRunLogsOneLinePerTurn(t *testing.T) {
+	var buf strings.Builder
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	model := newModel(t,
+		callTools(usage(100, 50, 5), tc("1", "read_file", `{"path":"a"}`)),
+		answer("done", usage(200, 150, 7)),
+	)
+	a := newAgent(t, Config{Model: model, Tools: newBox(fixed("read_file", "private file text")), Logger: logger})
+	if _, err := a.Run(t.Context(), nil, userMsg("q"), nil); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("logged %d lines, want 1:\n%s", len(lines), buf.String())
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"level": "INFO", "msg": "turn done", "component": "agent", "steps": 2.0, "tool_calls": 1.0,
+		"prompt_tokens": 300.0, "cached_tokens": 200.0, "completion_tokens": 12.0, "last_prompt_tokens": 200.0}
+	for k, v := range want {
+		if rec[k] != v {
+			t.Errorf("log %s = %v, want %v", k, rec[k], v)
+		}
+	}
+	if strings.Contains(buf.String(), "private file text") {
+		t.Error("tool output logged at Info")
+	}
 }
