@@ -65,8 +65,8 @@ type Config struct {
 	// MaxParallel bounds the read-only calls of one step that run at once.
 	// Default 8.
 	MaxParallel int
-	// Logger receives one Info line per turn and Debug lines per step.
-	// Default: discard.
+	// Logger receives one Info line per turn and Debug lines per step and
+	// call; the caller narrows it (component, thread). Default: discard.
 	Logger *slog.Logger
 }
 
@@ -126,7 +126,6 @@ func New(cfg Config) (*Agent, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	a.log = a.log.With("component", "agent")
 	if ro, ok := cfg.Tools.(ReadOnlyReporter); ok {
 		a.readOnly = ro.ReadOnly
 	}

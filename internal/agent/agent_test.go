@@ -1056,7 +1056,7 @@ func TestRunLogsOneLinePerTurn(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"level": "INFO", "msg": "turn done", "component": "agent", "steps": 2.0, "tool_calls": 1.0,
+	want := map[string]any{"level": "INFO", "msg": "turn done", "steps": 2.0, "tool_calls": 1.0,
 		"prompt_tokens": 300.0, "cached_tokens": 200.0, "completion_tokens": 12.0, "last_prompt_tokens": 200.0}
 	for k, v := range want {
 		if rec[k] != v {
