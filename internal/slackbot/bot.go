@@ -1,0 +1,358 @@
+package slackbot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/session"
+)
+
+// Answerer runs one turn of the agent. *agent.Agent satisfies it; tests plug
+// the real agent over a fake model server.
+type Answerer interface {
+	Run(ctx context.Context, history []llm.Message, user llm.Message, obs agent.Observer) (agent.Turn, error)
+}
+
+var _ Answerer = (*agent.Agent)(nil)
+
+// Follow-up policies for messages in a thread that already has a session.
+const (
+	// FollowupsAll answers every human message in such a thread.
+	FollowupsAll = "all"
+	// FollowupsMention answers only messages that mention the bot again.
+	FollowupsMention = "mention"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxConcurrent    = 4
+	DefaultTurnTimeout      = 10 * time.Minute
+	DefaultDrainTimeout     = 30 * time.Second
+	DefaultDedupeTTL        = 2 * time.Hour
+	DefaultProgressInterval = 1200 * time.Millisecond
+	DefaultAckTimeout       = 2 * time.Second
+)
+
+// Config is everything the bot needs. Tokens, Answerer and Store are
+// required; every other zero value means the default named next to it.
+type Config struct {
+	// BotToken (xoxb-) authorises Web API calls.
+	BotToken string
+	// AppToken (xapp-, scope connections:write) opens Socket Mode connections.
+	AppToken string
+	// APIURL is the Web API base URL; empty means Slack's. Slack-compatible
+	// test servers and proxies are reached through it. A missing trailing
+	// slash is added, because slack-go appends method names verbatim.
+	APIURL string
+	// HTTPClient is used for Web API calls; nil means http.DefaultClient.
+	HTTPClient *http.Client
+
+	// Answerer runs the agent; Store keeps sessions, turns and dedupe keys.
+	Answerer Answerer
+	Store    session.Store
+
+	// RepoName names the repository in the footer and in the first message
+	// of a session, so the model knows what it is looking at.
+	RepoName string
+	// Commit reports the checkout's current commit, for the same reasons;
+	// nil or an error leaves it out.
+	Commit func(ctx context.Context) (string, error)
+
+	// Followups is FollowupsAll (default) or FollowupsMention.
+	Followups string
+	// MaxConcurrent bounds turns running at once across threads (default
+	// DefaultMaxConcurrent); the rest wait in order, visibly queued.
+	MaxConcurrent int
+	// AllowChannels and AllowUsers, when not empty, are the only channel and
+	// user IDs the bot answers. The channel list does not apply to DMs; the
+	// user list applies everywhere.
+	AllowChannels []string
+	AllowUsers    []string
+
+	// TurnTimeout cuts a turn that runs longer (default DefaultTurnTimeout).
+	TurnTimeout time.Duration
+	// DrainTimeout is how long running turns may go on after Run's context
+	// is cancelled before they are cut (default DefaultDrainTimeout).
+	DrainTimeout time.Duration
+	// DedupeTTL is how long event and message keys are remembered; Slack's
+	// last redelivery comes about 5 minutes after the first attempt
+	// (default DefaultDedupeTTL).
+	DedupeTTL time.Duration
+	// ProgressInterval is the least time between two edits of a progress
+	// message; chat.update allows about 50 a minute per workspace (default
+	// DefaultProgressInterval).
+	ProgressInterval time.Duration
+	// PostInterval, UpdateInterval and PostBurst pace chat.postMessage and
+	// chat.update per channel (see PosterOptions); zero means the poster's
+	// defaults, taken from Slack's published limits.
+	PostInterval, UpdateInterval time.Duration
+	PostBurst                    int
+	// AckTimeout bounds the wait for a slot in slack-go's ack queue, which
+	// fills only while the socket is down (default DefaultAckTimeout).
+	AckTimeout time.Duration
+	// PingInterval is how long the socket may go without a ping from Slack
+	// before it is recycled; zero means slack-go's default (30s).
+	PingInterval time.Duration
+
+	// Logger receives one JSON-friendly line per turn and the errors behind
+	// every reference shown in Slack; nil discards.
+	Logger *slog.Logger
+	// Registry receives the bot's metrics; nil means a registry of its own.
+	// HTTPHandler serves whichever it is.
+	Registry *prometheus.Registry
+}
+
+// Bot serves one Slack app over Socket Mode. Create it with New and call Run
+// once; Healthy and HTTPHandler are safe to use concurrently with Run.
+type Bot struct {
+	cfg     Config
+	log     *slog.Logger
+	api     *slack.Client
+	poster  *Poster
+	metrics *metrics
+	allowCh map[string]bool
+	allowU  map[string]bool
+
+	self      identity // set by Run before any event is read
+	connected atomic.Bool
+	started   atomic.Bool
+
+	intake *fifo[queuedEvent]
+	queue  *dispatcher
+
+	// turnCtx parents every turn; it is not derived from Run's context, so
+	// turns outlive the cancel that starts a drain, and is cancelled (with
+	// errShutdown) when the drain times out.
+	turnCtx    context.Context
+	cancelTurn context.CancelCauseFunc
+
+	mu      sync.Mutex
+	running map[string]*runningTurn // by turn id, for the Stop button
+
+	// statusOff is set once assistant.threads.setStatus is refused for a
+	// reason that will not change (scope, method unknown), to stop asking.
+	statusOff atomic.Bool
+
+	bg sync.WaitGroup // short background posts (refusals, hints)
+}
+
+// identity is who the bot is, from auth.test.
+type identity struct {
+	UserID string
+	BotID  string
+	TeamID string
+}
+
+// New checks cfg and builds a Bot. It makes no network call; Run does.
+func New(cfg Config) (*Bot, error) {
+	var errs []error
+	switch {
+	case cfg.BotToken == "":
+		errs = append(errs, errors.New("the bot token (xoxb-…) is missing"))
+	case !strings.HasPrefix(cfg.BotToken, "xoxb-"):
+		errs = append(errs, errors.New("the bot token must start with xoxb- (Slack app → OAuth & Permissions → Bot User OAuth Token)"))
+	}
+	switch {
+	case cfg.AppToken == "":
+		errs = append(errs, errors.New("the app-level token (xapp-…) is missing; Socket Mode needs it"))
+	case !strings.HasPrefix(cfg.AppToken, "xapp-"):
+		errs = append(errs, errors.New("the app-level token must start with xapp- (Slack app → Basic Information → App-Level Tokens, scope connections:write); a bot token does not open Socket Mode connections"))
+	}
+	if cfg.Answerer == nil {
+		errs = append(errs, errors.New("no Answerer: the bot has nothing to answer with"))
+	}
+	if cfg.Store == nil {
+		errs = append(errs, errors.New("no session Store"))
+	}
+	switch cfg.Followups {
+	case "":
+		cfg.Followups = FollowupsAll
+	case FollowupsAll, FollowupsMention:
+	default:
+		errs = append(errs, fmt.Errorf("follow-up policy %q is unknown; use %q or %q", cfg.Followups, FollowupsAll, FollowupsMention))
+	}
+	if cfg.MaxConcurrent < 0 || cfg.TurnTimeout < 0 || cfg.DrainTimeout < 0 || cfg.DedupeTTL < 0 || cfg.ProgressInterval < 0 || cfg.AckTimeout < 0 || cfg.PingInterval < 0 ||
+		cfg.PostInterval < 0 || cfg.UpdateInterval < 0 || cfg.PostBurst < 0 {
+		errs = append(errs, errors.New("limits and durations must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("slack bot config: %w", err)
+	}
+	cfg.MaxConcurrent = orDefault(cfg.MaxConcurrent, DefaultMaxConcurrent)
+	cfg.TurnTimeout = orDefault(cfg.TurnTimeout, DefaultTurnTimeout)
+	cfg.DrainTimeout = orDefault(cfg.DrainTimeout, DefaultDrainTimeout)
+	cfg.DedupeTTL = orDefault(cfg.DedupeTTL, DefaultDedupeTTL)
+	cfg.ProgressInterval = orDefault(cfg.ProgressInterval, DefaultProgressInterval)
+	cfg.AckTimeout = orDefault(cfg.AckTimeout, DefaultAckTimeout)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+
+	opts := []slack.Option{slack.OptionAppLevelToken(cfg.AppToken)}
+	if cfg.APIURL != "" {
+		u := cfg.APIURL
+		if !strings.HasSuffix(u, "/") {
+			u += "/"
+		}
+		opts = append(opts, slack.OptionAPIURL(u))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, slack.OptionHTTPClient(cfg.HTTPClient))
+	}
+
+	log := cfg.Logger.With("component", "slackbot")
+	m, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("register slack bot metrics: %w", err)
+	}
+	b := &Bot{
+		cfg:     cfg,
+		log:     log,
+		api:     slack.New(cfg.BotToken, opts...),
+		metrics: m,
+		allowCh: set(cfg.AllowChannels),
+		allowU:  set(cfg.AllowUsers),
+		intake:  newFIFO[queuedEvent](),
+		running: make(map[string]*runningTurn),
+	}
+	b.poster = NewPoster(b.api, PosterOptions{
+		Logger:  log,
+		OnError: func(method string, _ error) { m.slackErrors.WithLabelValues(method).Inc() },
+		On429:   func(method string) { m.slackRateLimited.WithLabelValues(method).Inc() },
+
+		PostInterval:   cfg.PostInterval,
+		UpdateInterval: cfg.UpdateInterval,
+		Burst:          cfg.PostBurst,
+	})
+	b.queue = newDispatcher(cfg.MaxConcurrent, m)
+	b.queue.run, b.queue.reject, b.queue.queued = b.runTurn, b.reject, b.markQueued
+	b.turnCtx, b.cancelTurn = context.WithCancelCause(context.Background())
+	return b, nil
+}
+
+// Run checks the tokens, connects, and serves until ctx is cancelled. Then it
+// stops reading events (unacked ones are redelivered by Slack to whoever
+// connects next), lets running turns finish within DrainTimeout, cuts the
+// rest, tells queued questions that they were not answered, and returns nil.
+// It returns an error at once for tokens Slack refuses, and later if the
+// connection fails for good.
+func (b *Bot) Run(ctx context.Context) error {
+	if !b.started.CompareAndSwap(false, true) {
+		return errors.New("slack bot: Run may be called only once")
+	}
+	auth, err := b.api.AuthTestContext(ctx)
+	if err != nil {
+		return fmt.Errorf("check the bot token with auth.test: %w (is it the Bot User OAuth Token of an installed app?)", err)
+	}
+	b.self = identity{UserID: auth.UserID, BotID: auth.BotID, TeamID: auth.TeamID}
+	b.log.Info("slack bot authenticated", "team", auth.Team, "team_id", auth.TeamID, "bot_user", auth.UserID)
+
+	// slack-go retries apps.connections.open forever on errors such as
+	// not_allowed_token_type (a bot token passed as the app token), so one
+	// first call of our own turns them into a clear failure at start.
+	if _, _, err := b.api.StartSocketModeContext(ctx); err != nil {
+		return fmt.Errorf("open a Socket Mode connection with the app-level token: %w (it must be an xapp- token with the connections:write scope, and Socket Mode must be enabled for the app)", err)
+	}
+
+	var smOpts []socketmode.Option
+	if b.cfg.PingInterval > 0 {
+		smOpts = append(smOpts, socketmode.OptionPingInterval(b.cfg.PingInterval))
+	}
+	sm := socketmode.New(b.api, smOpts...)
+
+	sockCtx, stopSock := context.WithCancel(ctx)
+	defer stopSock()
+	fatal := make(chan error, 2)
+	var loops sync.WaitGroup
+	loops.Go(func() {
+		if err := sm.RunContext(sockCtx); err != nil && sockCtx.Err() == nil {
+			fatal <- fmt.Errorf("socket mode connection: %w", err)
+		}
+	})
+	loops.Go(func() { b.readLoop(sockCtx, sm, fatal) })
+	loops.Go(func() { b.intakeLoop(sockCtx) })
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		b.log.Info("shutting down: draining running turns", "grace", b.cfg.DrainTimeout)
+	case runErr = <-fatal:
+		b.log.Error("slack connection failed; shutting down", "err", runErr)
+	}
+	stopSock()
+	loops.Wait()
+	b.connected.Store(false)
+	b.metrics.connected.Set(0)
+	if n := b.intake.len(); n > 0 {
+		b.log.Warn("acked events left unprocessed at shutdown", "count", n)
+	}
+	b.drain()
+	return runErr
+}
+
+// drain lets running turns finish within DrainTimeout, then cuts them.
+func (b *Bot) drain() {
+	b.queue.close() // queued turns start no more; they say so in their thread
+	done := make(chan struct{})
+	go func() { b.queue.wait(); b.bg.Wait(); close(done) }()
+	timer := time.NewTimer(b.cfg.DrainTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return
+	case <-timer.C:
+	}
+	b.log.Warn("drain timeout: interrupting running turns", "running", b.queue.runningCount())
+	b.cancelTurn(errShutdown)
+	<-done
+}
+
+// Healthy is nil only while the socket is connected and the store answers.
+func (b *Bot) Healthy() error {
+	if !b.connected.Load() {
+		return errors.New("slack socket mode is not connected")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := b.cfg.Store.Ping(ctx); err != nil {
+		return fmt.Errorf("session store: %w", err)
+	}
+	return nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func set(ids []string) map[string]bool {
+	if len(ids) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			m[id] = true
+		}
+	}
+	return m
+}

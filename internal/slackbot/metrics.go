@@ -1,0 +1,88 @@
+package slackbot
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the bot's Prometheus series, registered on Config.Registry.
+type metrics struct {
+	turns            *prometheus.CounterVec   // by outcome
+	toolCalls        *prometheus.CounterVec   // by tool, outcome
+	toolSeconds      *prometheus.HistogramVec // by tool
+	stepSeconds      prometheus.Histogram     // model latency per step
+	tokens           *prometheus.CounterVec   // by kind: prompt, cached, completion
+	slackErrors      *prometheus.CounterVec   // by method
+	slackRateLimited *prometheus.CounterVec   // 429s by method
+	queueDepth       prometheus.Gauge
+	running          prometheus.Gauge
+	ackSeconds       prometheus.Histogram
+	ackFailures      prometheus.Counter
+	ignored          *prometheus.CounterVec // events not answered, by reason
+	refused          prometheus.Counter
+	connected        prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns = "askrepo"
+	m := &metrics{
+		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "turns_total",
+			Help: "Turns ended, by outcome (answered, stopped, timeout, model_unavailable, …)."}, []string{"outcome"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tool_calls_total",
+			Help: "Tool calls, by tool and outcome (ok, error)."}, []string{"tool", "outcome"}),
+		toolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "tool_call_seconds",
+			Help: "Tool call duration.", Buckets: []float64{.005, .01, .05, .1, .5, 1, 5, 30}}, []string{"tool"}),
+		stepSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "llm_step_seconds",
+			Help: "Model latency per agent step.", Buckets: []float64{.25, .5, 1, 2, 4, 8, 16, 32, 64}}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "llm_tokens_total",
+			Help: "Tokens used, by kind (prompt, cached: the part of prompt served from cache, completion)."}, []string{"kind"}),
+		slackErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slack_api_errors_total",
+			Help: "Failed Slack Web API calls, by method (429s included)."}, []string{"method"}),
+		slackRateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slack_api_ratelimited_total",
+			Help: "Slack Web API answers of 429, by method."}, []string{"method"}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
+			Help: "Questions waiting for their turn."}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "turns_running",
+			Help: "Turns running now."}),
+		ackSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "socket_ack_seconds",
+			Help:    "Time from reading an envelope to queueing its ack; Slack retries after 3s.",
+			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 3}}),
+		ackFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "socket_ack_failures_total",
+			Help: "Envelopes whose ack could not be queued."}),
+		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_ignored_total",
+			Help: "Events not answered, by reason (bot_message, duplicate, subtype, …)."}, []string{"reason"}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "questions_refused_total",
+			Help: "Questions from channels or users not on the allow-lists."}),
+		connected: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "socket_connected",
+			Help: "1 while the Socket Mode connection is up."}),
+	}
+	for _, c := range []prometheus.Collector{m.turns, m.toolCalls, m.toolSeconds, m.stepSeconds, m.tokens,
+		m.slackErrors, m.slackRateLimited, m.queueDepth, m.running, m.ackSeconds, m.ackFailures,
+		m.ignored, m.refused, m.connected} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// HTTPHandler serves /healthz (200 "ok" only while Healthy, else 503 and the
+// reason) and /metrics (the bot's registry, in Prometheus text format).
+func (b *Bot) HTTPHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := b.Healthy(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "unhealthy:", err)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(b.cfg.Registry, promhttp.HandlerOpts{Registry: b.cfg.Registry}))
+	return mux
+}

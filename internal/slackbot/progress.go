@@ -1,0 +1,224 @@
+package slackbot
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// progress is the agent.Observer of one turn. It keeps the turn's tool calls
+// as context lines and a writer goroutine mirrors them into the thread:
+// new messages are posted at once, edits of a posted message are coalesced
+// to one per ProgressInterval (chat.update allows about 50 a minute), and
+// finish makes the last edit, which drops the Stop button, before the
+// answer is posted. StepDone persists each step as it completes.
+type progress struct {
+	b      *Bot
+	in     inbound
+	turnID string
+
+	// started and hitMaxSteps are written by the turn goroutine only.
+	started     bool
+	hitMaxSteps bool
+
+	mu        sync.Mutex
+	lines     []CallLine
+	byID      map[string]int
+	steps     int
+	toolCalls int
+	usage     llm.Usage
+	stepMark  time.Time // when the current model request began
+	stepTimed bool      // its latency is observed
+	persist   error
+
+	kick     chan struct{}
+	done     chan struct{}
+	finished chan struct{}
+	once     sync.Once
+
+	sent []string // owned by the writer: JSON of each posted message
+	ts   []string // owned by the writer: ts of each posted message
+}
+
+var _ agent.Observer = (*progress)(nil)
+
+func newProgress(b *Bot, in inbound, turnID string) *progress {
+	p := &progress{
+		b:        b,
+		in:       in,
+		turnID:   turnID,
+		byID:     make(map[string]int),
+		stepMark: time.Now(),
+		kick:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		finished: make(chan struct{}),
+	}
+	go p.write()
+	return p
+}
+
+func (p *progress) ToolStarted(step int, call tools.Call) {
+	p.mu.Lock()
+	p.timeStepLocked()
+	p.toolCalls++
+	p.byID[call.ID] = len(p.lines)
+	p.lines = append(p.lines, CallLine{Name: call.Name, Args: string(call.Input), State: CallRunning})
+	p.mu.Unlock()
+	p.poke()
+}
+
+func (p *progress) ToolDone(step int, call tools.Call, res tools.Result, took time.Duration) {
+	outcome := "ok"
+	if res.IsError {
+		outcome = "error"
+	}
+	p.b.metrics.toolCalls.WithLabelValues(call.Name, outcome).Inc()
+	p.b.metrics.toolSeconds.WithLabelValues(call.Name).Observe(took.Seconds())
+	p.mu.Lock()
+	if i, ok := p.byID[call.ID]; ok {
+		p.lines[i].State = CallOK
+		if res.IsError {
+			p.lines[i].State = CallFailed
+		}
+		p.lines[i].Summary = res.Summary
+	}
+	p.mu.Unlock()
+	p.poke()
+}
+
+func (p *progress) StepDone(step int, appended []llm.Message, usage llm.Usage) {
+	m := p.b.metrics
+	m.tokens.WithLabelValues("prompt").Add(float64(usage.PromptTokens))
+	m.tokens.WithLabelValues("cached").Add(float64(usage.CachedPromptTokens))
+	m.tokens.WithLabelValues("completion").Add(float64(usage.CompletionTokens))
+
+	p.mu.Lock()
+	p.timeStepLocked()
+	p.steps++
+	p.usage = p.usage.Add(usage)
+	p.stepMark, p.stepTimed = time.Now(), false
+	p.mu.Unlock()
+
+	// Persisting as each step completes means a crash loses at most the
+	// step in flight. The store write is short; the loop waits for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.b.cfg.Store.AppendStep(ctx, p.turnID, appended, usage); err != nil {
+		p.b.log.Error("persist a step", "thread", p.in.Key.String(), "turn", p.turnID, "step", step, "err", err)
+		p.mu.Lock()
+		if p.persist == nil {
+			p.persist = err
+		}
+		p.mu.Unlock()
+	}
+}
+
+// timeStepLocked observes the model's latency for the current step: the time
+// from the request to its first tool call, or to StepDone for an answer.
+func (p *progress) timeStepLocked() {
+	if !p.stepTimed {
+		p.stepTimed = true
+		p.b.metrics.stepSeconds.Observe(time.Since(p.stepMark).Seconds())
+	}
+}
+
+func (p *progress) poke() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// finish waits for the writer's last edit. After it, the thread shows every
+// call with its result and no Stop button.
+func (p *progress) finish() {
+	p.once.Do(func() { close(p.done) })
+	<-p.finished
+}
+
+func (p *progress) totals() (steps, toolCalls int, usage llm.Usage) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.steps, p.toolCalls, p.usage
+}
+
+func (p *progress) persistErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.persist
+}
+
+func (p *progress) write() {
+	defer close(p.finished)
+	interval := p.b.cfg.ProgressInterval
+	for {
+		select {
+		case <-p.kick:
+		case <-p.done:
+			p.flush(true)
+			return
+		}
+		p.flush(false)
+		t := time.NewTimer(interval)
+		select {
+		case <-t.C:
+		case <-p.done:
+			t.Stop()
+			p.flush(true)
+			return
+		}
+	}
+}
+
+// flush renders all lines and brings the thread in line: posts the messages
+// that are new, edits those whose content changed.
+func (p *progress) flush(final bool) {
+	p.mu.Lock()
+	lines := append([]CallLine(nil), p.lines...)
+	p.mu.Unlock()
+	if len(lines) == 0 {
+		return
+	}
+	opts := ProgressOptions{StopActionID: stopActionID, StopValue: p.turnID}
+	if final {
+		opts = ProgressOptions{}
+	}
+	// Posts and edits outlive a Stop or a timeout (the thread must end up
+	// right), but not the service's final cut.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.b.turnCtx), time.Minute)
+	defer cancel()
+	ch, thread := p.in.Key.Channel, p.in.Key.Thread
+	for i, m := range ProgressMessages(lines, opts) {
+		js, err := json.Marshal(m)
+		if err != nil {
+			p.b.log.Error("render a progress message", "err", err)
+			return
+		}
+		if i < len(p.ts) {
+			if p.ts[i] == "" || p.sent[i] == string(js) {
+				continue
+			}
+			if err := p.b.poster.Update(ctx, ch, p.ts[i], m); err != nil {
+				p.b.log.Error("update a progress message", "thread", p.in.Key.String(), "turn", p.turnID, "err", err)
+				continue
+			}
+			p.sent[i] = string(js)
+			continue
+		}
+		ts, err := p.b.poster.Post(ctx, ch, thread, m)
+		if err != nil {
+			// The poster already waited out 429s. Any other failure may
+			// have posted anyway, and Slack has no idempotency key, so the
+			// message is not tried again: a lost line is logged, a double
+			// one would confuse the thread.
+			p.b.log.Error("post a progress message", "thread", p.in.Key.String(), "turn", p.turnID, "err", err)
+		}
+		p.ts = append(p.ts, ts)
+		p.sent = append(p.sent, string(js))
+	}
+}

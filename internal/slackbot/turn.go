@@ -1,0 +1,363 @@
+package slackbot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/session"
+)
+
+// stopActionID is the action_id of the Stop button; its value is the turn id.
+const stopActionID = "askrepo_stop"
+
+// Reactions on the question: received and waiting, working, answered.
+const (
+	reactQueued  = "hourglass_flowing_sand"
+	reactWorking = "eyes"
+	reactDone    = "white_check_mark"
+	reactFailed  = "warning"
+)
+
+// Causes of a turn's cancellation, told apart with context.Cause.
+var (
+	errShutdown    = errors.New("the service is shutting down")
+	errTurnTimeout = errors.New("turn timeout")
+)
+
+// stoppedBy is the cancellation cause of a turn stopped with the button.
+type stoppedBy struct{ user string }
+
+func (s *stoppedBy) Error() string { return "stopped by " + s.user }
+
+// runningTurn is what the Stop button reaches.
+type runningTurn struct {
+	once   sync.Once
+	cancel context.CancelCauseFunc
+}
+
+func (r *runningTurn) stop(user string) {
+	r.once.Do(func() { r.cancel(&stoppedBy{user: user}) })
+}
+
+// Turn outcomes, as logged and counted.
+const (
+	outcomeAnswered    = "answered"
+	outcomeStopped     = "stopped"
+	outcomeTimeout     = "timeout"
+	outcomeInterrupted = "interrupted"
+	outcomeModelDown   = "model_unavailable"
+	outcomeModelRate   = "model_rate_limited"
+	outcomeModelReject = "model_rejected"
+	outcomeStepLimit   = "step_limit"
+	outcomeInternal    = "internal_error"
+	outcomeNotStarted  = "not_started"
+)
+
+// turnResult gathers what the summary line and the metrics report.
+type turnResult struct {
+	id        string
+	outcome   string
+	ref       string
+	err       error
+	steps     int
+	toolCalls int
+	usage     llm.Usage
+}
+
+// runTurn answers one question in its thread: it shows that it works,
+// streams tool calls as context lines, posts the answer (or one sentence
+// saying why there is none), and records everything in the store.
+func (b *Bot) runTurn(j *job) {
+	in := j.in
+	start := time.Now()
+	res := turnResult{id: newID(8)}
+	log := b.log.With("thread", in.Key.String(), "turn", res.id)
+
+	ctx, cancel := context.WithCancelCause(b.turnCtx)
+	defer cancel(nil)
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, b.cfg.TurnTimeout, errTurnTimeout)
+	defer cancelTimeout()
+	rt := &runningTurn{cancel: cancel}
+	b.mu.Lock()
+	b.running[res.id] = rt
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.running, res.id)
+		b.mu.Unlock()
+	}()
+	b.metrics.running.Inc()
+	defer b.metrics.running.Dec()
+
+	// Posting must outlive a Stop or a timeout: the thread has to hear why.
+	post := context.WithoutCancel(ctx)
+
+	if j.queuedSign != nil {
+		<-j.queuedSign
+		b.unreact(post, in, reactQueued)
+	}
+	b.react(post, in, reactWorking)
+	b.setStatus(post, in, "is reading the repository…")
+
+	prog := newProgress(b, in, res.id)
+	answer, commit, err := b.answer(ctx, in, res.id, prog)
+	prog.finish()
+	res.steps, res.toolCalls, res.usage = prog.totals()
+	if perr := prog.persistErr(); err == nil && perr != nil {
+		// The answer exists, but the thread's memory of it is broken:
+		// say so instead of letting the next follow-up silently forget.
+		err = perr
+	}
+
+	state := session.TurnDone
+	switch {
+	case err == nil:
+		res.outcome = outcomeAnswered
+		b.postAnswer(post, in, answer, commit, res, time.Since(start), log)
+		b.unreact(post, in, reactWorking)
+		b.react(post, in, reactDone)
+	default:
+		var sentence string
+		res.outcome, state, sentence = classify(err, context.Cause(ctx), b.cfg.TurnTimeout)
+		res.err = err
+		if res.outcome == outcomeStopped {
+			var s *stoppedBy
+			errors.As(context.Cause(ctx), &s)
+			b.postOut(post, in, Outgoing{Text: fmt.Sprintf("<@%s> stopped this answer.", s.user)}, log)
+		} else {
+			res.ref = newID(3)
+			log.Error("turn failed", "ref", res.ref, "outcome", res.outcome, "err", err)
+			b.postOut(post, in, ErrorMessage(sentence, res.ref), log)
+		}
+		b.unreact(post, in, reactWorking)
+		if res.outcome != outcomeStopped {
+			b.react(post, in, reactFailed)
+		}
+	}
+	if prog.started {
+		if err := b.cfg.Store.EndTurn(post, res.id, state, res.ref); err != nil {
+			log.Error("record the end of a turn", "err", err)
+		}
+	}
+
+	b.metrics.turns.WithLabelValues(res.outcome).Inc()
+	log.Info("turn",
+		"user", in.User,
+		"outcome", res.outcome,
+		"steps", res.steps,
+		"tool_calls", res.toolCalls,
+		"prompt_tokens", res.usage.PromptTokens,
+		"cached_tokens", res.usage.CachedPromptTokens,
+		"completion_tokens", res.usage.CompletionTokens,
+		"duration_ms", time.Since(start).Milliseconds(),
+		"queued_ms", start.Sub(j.arrived).Milliseconds(),
+		"ref", res.ref,
+	)
+}
+
+// answer loads the thread's history, records the turn as started, and runs
+// the agent.
+func (b *Bot) answer(ctx context.Context, in inbound, turnID string, prog *progress) (answer, commit string, err error) {
+	sess, ok, err := b.cfg.Store.Session(ctx, in.Key)
+	if err != nil {
+		return "", "", fmt.Errorf("load the thread's session: %w", err)
+	}
+	if b.cfg.Commit != nil {
+		c, cerr := b.cfg.Commit(ctx)
+		if cerr != nil {
+			b.log.Warn("read the checkout's commit", "err", cerr)
+		}
+		commit = c
+	}
+	text := in.Text
+	if !ok || len(sess.History) == 0 {
+		// Volatile facts go in front of the first question, not into the
+		// system prompt, which must stay byte-identical to be cached.
+		text = agent.ContextPreamble(b.cfg.RepoName, commit, time.Now(), in.User) + text
+	}
+	user := llm.Message{Role: llm.RoleUser, Content: text}
+	t := session.Turn{
+		ID:       turnID,
+		Key:      in.Key,
+		State:    session.TurnRunning,
+		User:     in.User,
+		Question: in.Text,
+		MsgTS:    in.TS,
+		Started:  time.Now(),
+	}
+	if err := b.cfg.Store.StartTurn(ctx, t, b.cfg.RepoName, user); err != nil {
+		return "", commit, fmt.Errorf("record the start of a turn: %w", err)
+	}
+	prog.started = true
+	if commit != "" {
+		if err := b.cfg.Store.SetCommit(ctx, in.Key, commit); err != nil {
+			b.log.Warn("record a session's commit", "thread", in.Key.String(), "err", err)
+		}
+	}
+	turn, err := b.cfg.Answerer.Run(ctx, sess.History, user, prog)
+	if err != nil {
+		return "", commit, err
+	}
+	prog.hitMaxSteps = turn.HitMaxSteps
+	return turn.Answer, commit, nil
+}
+
+func (b *Bot) postAnswer(ctx context.Context, in inbound, answer, commit string, res turnResult, took time.Duration, log interface {
+	Error(string, ...any)
+}) {
+	f := Footer{
+		Steps:            res.steps,
+		ToolCalls:        res.toolCalls,
+		PromptTokens:     res.usage.PromptTokens,
+		CachedTokens:     res.usage.CachedPromptTokens,
+		CompletionTokens: res.usage.CompletionTokens,
+		Duration:         took,
+		Repo:             b.cfg.RepoName,
+		Commit:           commit,
+	}
+	// The thread's totals include this turn; show them once there was an
+	// earlier turn, when they differ from this turn's numbers.
+	if s, ok, err := b.cfg.Store.Session(ctx, in.Key); err == nil && ok && s.Usage != res.usage {
+		f.ThreadPromptTokens = s.Usage.PromptTokens
+		f.ThreadCachedTokens = s.Usage.CachedPromptTokens
+		f.ThreadCompletionTokens = s.Usage.CompletionTokens
+	}
+	for _, m := range AnswerMessages(answer, f) {
+		b.postOut(ctx, in, m, log)
+	}
+}
+
+func (b *Bot) postOut(ctx context.Context, in inbound, m Outgoing, log interface {
+	Error(string, ...any)
+}) {
+	if _, err := b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, m); err != nil {
+		log.Error("post to the thread", "err", err)
+	}
+}
+
+// classify maps a failed turn to an outcome, a store state and the one
+// sentence people see. Nothing in the sentence comes from the error itself:
+// raw errors may hold host paths, URLs or server messages.
+func classify(err, cause error, timeout time.Duration) (outcome string, state session.TurnState, sentence string) {
+	var stop *stoppedBy
+	switch {
+	case errors.As(cause, &stop):
+		return outcomeStopped, session.TurnStopped, ""
+	case errors.Is(cause, errShutdown):
+		return outcomeInterrupted, session.TurnInterrupted, "I was restarted before I could finish this answer; please ask again."
+	case errors.Is(cause, errTurnTimeout):
+		return outcomeTimeout, session.TurnFailed, fmt.Sprintf("This took longer than my limit of %s, so I stopped; a narrower question may work.", humanDuration(timeout))
+	case errors.Is(err, llm.ErrRateLimited):
+		return outcomeModelRate, session.TurnFailed, "The language model is rate limiting me right now; please try again in a few minutes."
+	case errors.Is(err, llm.ErrUnavailable):
+		return outcomeModelDown, session.TurnFailed, "The language model is not answering right now; please try again in a few minutes."
+	case errors.Is(err, llm.ErrAuth), errors.Is(err, llm.ErrBadRequest), errors.Is(err, llm.ErrTruncated):
+		return outcomeModelReject, session.TurnFailed, "The language model refused this request; the operators can look it up with the reference."
+	case errors.Is(err, agent.ErrMaxSteps):
+		return outcomeStepLimit, session.TurnFailed, "I reached my limit of steps before finding an answer; a narrower question may work."
+	case errors.Is(err, agent.ErrRepeating):
+		return outcomeStepLimit, session.TurnFailed, "I kept repeating the same lookups without getting closer to an answer; please rephrase the question."
+	case errors.Is(err, agent.ErrEmptyAnswer):
+		return outcomeModelReject, session.TurnFailed, "The language model gave no answer; please rephrase the question."
+	}
+	return outcomeInternal, session.TurnFailed, "Something went wrong on my side; the operators can look it up with the reference."
+}
+
+func humanDuration(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		n := int(d / time.Minute)
+		if n == 1 {
+			return "1 minute"
+		}
+		return fmt.Sprintf("%d minutes", n)
+	}
+	return d.Round(time.Second).String()
+}
+
+// react and the other cosmetic calls never fail a turn: a missing scope or a
+// hiccup costs a log line at debug and a count in the metrics.
+func (b *Bot) react(ctx context.Context, in inbound, name string) {
+	err := b.api.AddReactionContext(ctx, name, slack.ItemRef{Channel: in.Key.Channel, Timestamp: in.TS})
+	b.cosmetic("reactions.add", err)
+}
+
+func (b *Bot) unreact(ctx context.Context, in inbound, name string) {
+	err := b.api.RemoveReactionContext(ctx, name, slack.ItemRef{Channel: in.Key.Channel, Timestamp: in.TS})
+	b.cosmetic("reactions.remove", err)
+}
+
+// setStatus shows Slack's "is thinking" line under the thread. Slack clears
+// it when the bot posts in the thread. Once refused for a reason that will
+// not change, it is not asked again.
+func (b *Bot) setStatus(ctx context.Context, in inbound, status string) {
+	if b.statusOff.Load() {
+		return
+	}
+	err := b.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+		ChannelID: in.Key.Channel,
+		ThreadTS:  in.Key.Thread,
+		Status:    status,
+	})
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		switch se.Err {
+		case "missing_scope", "not_allowed_token_type", "unknown_method", "method_deprecated", "feature_not_enabled":
+			b.statusOff.Store(true)
+		}
+	}
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) && sc.Code == 404 {
+		b.statusOff.Store(true)
+	}
+	b.cosmetic("assistant.threads.setStatus", err)
+}
+
+func (b *Bot) cosmetic(method string, err error) {
+	if err == nil {
+		return
+	}
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		b.metrics.slackRateLimited.WithLabelValues(method).Inc()
+	}
+	b.metrics.slackErrors.WithLabelValues(method).Inc()
+	b.log.Debug("cosmetic slack call failed", "method", method, "err", err)
+}
+
+// reject tells a question that was queued when shutdown began that it will
+// not be answered here, so it is not silently dropped.
+func (b *Bot) reject(j *job) {
+	b.metrics.turns.WithLabelValues(outcomeNotStarted).Inc()
+	b.log.Warn("queued question not started before shutdown", "thread", j.in.Key.String(), "user", j.in.User)
+	b.background(func(ctx context.Context) {
+		if j.queuedSign != nil {
+			<-j.queuedSign
+			b.unreact(ctx, j.in, reactQueued)
+		}
+		b.postNote(ctx, j.in, "I am restarting and did not get to this question; please ask again in a minute.")
+	})
+}
+
+// markQueued puts the hourglass on a question that has to wait.
+func (b *Bot) markQueued(j *job) {
+	b.background(func(ctx context.Context) {
+		defer close(j.queuedSign)
+		b.react(ctx, j.in, reactQueued)
+	})
+}
+
+func newID(nBytes int) string {
+	p := make([]byte, nBytes)
+	_, _ = rand.Read(p)
+	return strings.ToLower(hex.EncodeToString(p))
+}
