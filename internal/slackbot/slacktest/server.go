@@ -52,8 +52,11 @@ type Config struct {
 	// Channels maps channel IDs to names for conversations.info.
 	Channels map[string]string
 	// Users maps user IDs to names for users.info.
-	Users  map[string]string
-	Logger *slog.Logger
+	Users map[string]string
+	// EchoBotPosts makes every successful chat.postMessage come back as a message
+	// event, as Slack does for an app subscribed to message.channels or message.im.
+	EchoBotPosts bool
+	Logger       *slog.Logger
 }
 
 // Option changes the Config of a new Server.
@@ -104,6 +107,12 @@ func WithUser(id, name string) Option {
 	}
 }
 
+// WithEchoBotPosts turns on the echo of the bot's own posts as message events
+// (see Config.EchoBotPosts). Each echo is an envelope the bot has to ack.
+func WithEchoBotPosts() Option {
+	return func(c *Config) { c.EchoBotPosts = true }
+}
+
 // WithLogger makes the fake log every call and frame at Debug level.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *Config) { c.Logger = l }
@@ -136,6 +145,7 @@ type Server struct {
 	clickSeq int
 	fail     map[string][]Response
 	always   map[string]Response
+	holds    map[string]*hold
 	closed   bool
 
 	wg sync.WaitGroup
@@ -173,6 +183,7 @@ func New(opts ...Option) *Server {
 		conns:   map[int]*wsConn{},
 		fail:    map[string][]Response{},
 		always:  map[string]Response{},
+		holds:   map[string]*hold{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)
@@ -209,6 +220,10 @@ func (s *Server) Close() {
 		return
 	}
 	s.closed = true
+	for m, h := range s.holds {
+		h.open()
+		delete(s.holds, m)
+	}
 	conns := make([]*wsConn, 0, len(s.conns))
 	for _, c := range s.conns {
 		conns = append(conns, c)

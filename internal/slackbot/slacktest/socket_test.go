@@ -487,3 +487,60 @@ func TestEventsAPIEnvelopeFields(t *testing.T) {
 		t.Errorf("NextTS = %s, want after the event's ts", next)
 	}
 }
+
+func TestEchoBotPosts(t *testing.T) {
+	srv := newServer(t, slacktest.WithEchoBotPosts())
+	sm := runSocketMode(t, srv)
+	nextEvent(t, sm, socketmode.EventTypeHello)
+	tests := []struct {
+		channel, threadTS, wantType string
+	}{
+		{"C1", "1700000000.000100", "channel"},
+		{"D1", "", "im"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.channel, func(t *testing.T) {
+			opts := []slack.MsgOption{slack.MsgOptionText("answer", false), slack.MsgOptionBlocks(slack.NewMarkdownBlock("", "answer"))}
+			if tt.threadTS != "" {
+				opts = append(opts, slack.MsgOptionTS(tt.threadTS))
+			}
+			_, ts, err := srv.Client().PostMessageContext(t.Context(), tt.channel, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := nextEvent(t, sm, socketmode.EventTypeEventsAPI)
+			m := ev.Data.(slackevents.EventsAPIEvent).InnerEvent.Data.(*slackevents.MessageEvent)
+			if m.TimeStamp != ts || m.BotID != slacktest.DefaultBotID || m.User != slacktest.DefaultBotUserID || m.ChannelType != tt.wantType || m.ThreadTimeStamp != tt.threadTS || m.SubType != "" {
+				t.Errorf("echo = %+v", m)
+			}
+			if err := sm.Ack(*ev.Request); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if n := len(srv.Messages()); n != 2 {
+		t.Errorf("store holds %d messages, want 2 (echoes are not stored twice)", n)
+	}
+}
+
+// BenchmarkEventAckRoundTrip measures one events_api envelope from SendEvent through
+// the real slack-go client and its ack back to the fake. Waiters see a fresh snapshot
+// after every change, so the cost grows with what was recorded; run it with
+// -benchtime=200x, about the history of a long end-to-end test.
+func BenchmarkEventAckRoundTrip(b *testing.B) {
+	srv := newServer(b)
+	sm := runSocketMode(b, srv)
+	nextEvent(b, sm, socketmode.EventTypeHello)
+	ctx := context.Background()
+	ev := slacktest.AppMention("C1", "U1", "<@UBOT> q", "", "")
+	for b.Loop() {
+		envID := srv.SendEvent(ev)
+		got := nextEvent(b, sm, socketmode.EventTypeEventsAPI)
+		if err := sm.AckCtx(ctx, got.Request.EnvelopeID, nil); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := srv.WaitAck(ctx, envID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

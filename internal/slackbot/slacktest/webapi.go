@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -99,25 +100,39 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		Params: params,
 		Token:  requestToken(r, params),
 		At:     time.Now(),
-		Status: http.StatusOK,
 	}
 	if raw := params.Get("blocks"); raw != "" {
 		_ = json.Unmarshal([]byte(raw), &call.Blocks)
 	}
 
+	// The call is visible from its arrival, so a test can see the bot blocked in a
+	// held call; Status stays 0 until it is answered.
 	s.mu.Lock()
 	idx := len(s.st.Calls)
-	var (
-		resp     Response
-		scripted bool
-	)
-	if resp, scripted = s.takeFailureLocked(method); scripted {
+	s.st.Calls = append(s.st.Calls, call)
+	h := s.holds[method]
+	s.notifyLocked()
+	s.mu.Unlock()
+	if h != nil {
+		select {
+		case <-h.ch:
+		case <-r.Context().Done():
+			s.mu.Lock()
+			s.st.Calls[idx].Error = "client_gave_up"
+			s.notifyLocked()
+			s.mu.Unlock()
+			return
+		}
+	}
+
+	s.mu.Lock()
+	var echo *Message
+	resp, scripted := s.takeFailureLocked(method)
+	if scripted {
 		call.Injected = true
 		call.Status = resp.Status
 		call.Error = errorCode(resp.Body)
-	}
-	s.st.Calls = append(s.st.Calls, call)
-	if !scripted {
+	} else {
 		var (
 			result map[string]any
 			code   apiError
@@ -132,14 +147,21 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 			result = map[string]any{"ok": false, "error": string(code)}
 		} else {
 			result["ok"] = true
+			if method == "chat.postMessage" && s.cfg.EchoBotPosts {
+				m := s.st.Messages[len(s.st.Messages)-1]
+				echo = &m
+			}
 		}
 		body, err := json.Marshal(result)
 		if err != nil {
 			body = []byte(`{"ok":false,"error":"internal_error"}`)
 		}
 		resp = Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
-		s.st.Calls[idx].Error = string(code)
+		call.Status, call.Error = resp.Status, string(code)
 	}
+	s.st.Calls[idx].Status = call.Status
+	s.st.Calls[idx].Error = call.Error
+	s.st.Calls[idx].Injected = call.Injected
 	s.notifyLocked()
 	s.mu.Unlock()
 
@@ -151,6 +173,63 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
+	if echo != nil {
+		s.echo(*echo)
+	}
+}
+
+// echo delivers the bot's own post back as a message event, as Slack does for apps
+// subscribed to message.channels / message.im; the bot must recognise and ignore it.
+func (s *Server) echo(m Message) {
+	ev := AppMessage(m.Channel, channelType(m.Channel), m.User, m.BotID, m.Text, m.TS, m.ThreadTS).
+		With("app_id", s.cfg.AppID).
+		With("bot_profile", map[string]any{"id": m.BotID, "name": s.cfg.BotName, "app_id": s.cfg.AppID, "deleted": false})
+	if m.Blocks != nil {
+		ev = ev.With("blocks", m.Blocks)
+	}
+	s.SendEvent(ev)
+}
+
+// channelType guesses an event's channel_type from the ID prefix Slack uses.
+func channelType(id string) string {
+	switch {
+	case strings.HasPrefix(id, "D"):
+		return "im"
+	case strings.HasPrefix(id, "G"):
+		return "group"
+	default:
+		return "channel"
+	}
+}
+
+// hold is a gate for calls to one method; open is idempotent.
+type hold struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func (h *hold) open() { h.once.Do(func() { close(h.ch) }) }
+
+// Hold makes calls to method wait, recorded but unanswered (Status 0), until release
+// is called, so a test can observe the bot while a Slack call is in flight (e.g. that
+// it acked the envelope before chat.postMessage returned). release is idempotent;
+// Close releases every hold.
+func (s *Server) Hold(method string) (release func()) {
+	h := &hold{ch: make(chan struct{})}
+	s.mu.Lock()
+	if old := s.holds[method]; old != nil {
+		old.open()
+	}
+	s.holds[method] = h
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.holds[method] == h {
+			delete(s.holds, method)
+		}
+		s.mu.Unlock()
+		h.open()
+	}
 }
 
 func (s *Server) dispatchLocked(c *Call) (map[string]any, apiError) {

@@ -487,3 +487,54 @@ func TestWaitMessagesWakesOnPost(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled with a summary of what was recorded", err)
 	}
 }
+
+func TestHoldKeepsACallInFlight(t *testing.T) {
+	srv := newServer(t)
+	api := srv.Client()
+	release := srv.Hold("chat.postMessage")
+	type result struct {
+		ts  string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, ts, err := api.PostMessageContext(context.Background(), "C1", slack.MsgOptionText("slow", false))
+		done <- result{ts, err}
+	}()
+	calls, err := srv.WaitCalls(waitCtx(t), "chat.postMessage", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls[0].Status != 0 || len(srv.Messages()) != 0 {
+		t.Fatalf("held call was answered: %+v, messages %v", calls[0], srv.Messages())
+	}
+	release()
+	release() // idempotent
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if m, ok := srv.Message("C1", r.ts); !ok || m.Text != "slow" {
+		t.Errorf("stored = %+v, %v", m, ok)
+	}
+	if c := srv.Calls("chat.postMessage")[0]; c.Status != http.StatusOK {
+		t.Errorf("call after release = %+v", c)
+	}
+
+	t.Run("Close releases holds", func(t *testing.T) {
+		srv := slacktest.New()
+		srv.Hold("auth.test")
+		errc := make(chan error, 1)
+		go func() {
+			_, err := srv.Client().AuthTestContext(context.Background())
+			errc <- err
+		}()
+		if _, err := srv.WaitCalls(waitCtx(t), "auth.test", 1); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		if err := <-errc; err != nil {
+			t.Errorf("held auth.test after Close: %v", err)
+		}
+	})
+}
