@@ -1,0 +1,427 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// SearchCodeName is the name the model calls the content search by.
+const SearchCodeName = "search_code"
+
+//go:embed desc/search_code.md
+var searchCodeDescription string
+
+const (
+	// DefaultSearchTimeout bounds one search. A pattern with no literal
+	// part costs about 1–1.5 s per 100 MB in Go's regexp; ten seconds
+	// covers a large repository and still leaves the turn responsive.
+	DefaultSearchTimeout = 10 * time.Second
+	// DefaultSearchMaxFileSize: larger files are generated code, data or
+	// bundles, rarely what a question is about, and slow to scan.
+	DefaultSearchMaxFileSize = 2 << 20
+
+	defaultMaxResults = 100
+	maxMaxResults     = 500
+	maxContextLines   = 5
+	// searchOutputBudget keeps the matches shown below the registry's
+	// default output limit, so the tool cuts at a match boundary and says
+	// so, rather than the registry cutting the middle out.
+	searchOutputBudget = 24 << 10
+)
+
+// SearchCodeOptions configures NewSearchCode. The zero value gives the
+// defaults.
+type SearchCodeOptions struct {
+	// Timeout bounds one search; when it passes, the matches found so far
+	// are returned, marked as partial. Zero means DefaultSearchTimeout.
+	Timeout time.Duration
+	// MaxFileSize is the largest file searched, in bytes; larger ones are
+	// skipped and counted. Zero means DefaultSearchMaxFileSize.
+	MaxFileSize int64
+	// Workers is how many files are searched at once. Zero means
+	// GOMAXPROCS.
+	Workers int
+}
+
+// SearchCode is the search_code tool: an in-process grep over the
+// workspace's listable files (git's ignore rules, no deny-listed files),
+// fast enough to stand in for ripgrep. It is safe for concurrent use.
+type SearchCode struct {
+	ws   *Workspace
+	opts SearchCodeOptions
+	now  func() time.Time // the budget clock; tests step it per file
+}
+
+var (
+	_ Tool       = (*SearchCode)(nil)
+	_ Summarizer = (*SearchCode)(nil)
+)
+
+// NewSearchCode returns the search_code tool over ws.
+func NewSearchCode(ws *Workspace, opts SearchCodeOptions) *SearchCode {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultSearchTimeout
+	}
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = DefaultSearchMaxFileSize
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	return &SearchCode{ws: ws, opts: opts, now: time.Now}
+}
+
+type searchCodeArgs struct {
+	Pattern    string `json:"pattern"`
+	Literal    bool   `json:"literal"`
+	IgnoreCase bool   `json:"ignore_case"`
+	Path       string `json:"path"`
+	Include    string `json:"include"`
+	Context    int    `json:"context"`
+	MaxResults int    `json:"max_results"`
+}
+
+var searchCodeSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "pattern": {"type": "string", "description": "RE2 regular expression (Go syntax), or exact text when literal is true"},
+    "literal": {"type": "boolean", "description": "treat pattern as exact text, not a regular expression (default false)"},
+    "ignore_case": {"type": "boolean", "description": "match regardless of case (default false)"},
+    "path": {"type": "string", "description": "directory or file to search, relative to the repository root (default: the whole repository)"},
+    "include": {"type": "string", "description": "only files matching this glob: \"*.go\" matches file names anywhere, a glob with a slash such as \"cmd/**/*_test.go\" matches paths"},
+    "context": {"type": "integer", "minimum": 0, "maximum": 5, "description": "lines of context before and after each match (default 0)"},
+    "max_results": {"type": "integer", "minimum": 1, "maximum": 500, "description": "most matching lines to show (default 100)"}
+  },
+  "required": ["pattern"]
+}`)
+
+// Definition implements Tool.
+func (s *SearchCode) Definition() Definition {
+	return Definition{Name: SearchCodeName, Description: searchCodeDescription, Parameters: searchCodeSchema}
+}
+
+// Run implements Tool. What the model can fix (a bad pattern, a wrong path)
+// comes back as an error that says what to change; a timeout is not an
+// error but a partial result that says so.
+func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, error) {
+	args, err := ParseArgs[searchCodeArgs](input)
+	if err != nil {
+		return "", err
+	}
+	var notes []string
+	switch {
+	case args.Pattern == "":
+		return "", errors.New(`"pattern" is empty; give a word or a regular expression to search for, e.g. {"pattern": "func NewServer"}`)
+	case args.Context < 0:
+		return "", fmt.Errorf(`"context" must be between 0 and %d lines, not %d`, maxContextLines, args.Context)
+	case args.MaxResults < 0:
+		return "", fmt.Errorf(`"max_results" must be between 1 and %d, not %d; leave it out for %d`, maxMaxResults, args.MaxResults, defaultMaxResults)
+	case args.Include != "" && !doublestar.ValidatePattern(args.Include):
+		return "", fmt.Errorf(`"include" %q is not a valid glob; use e.g. "*.go" (file names anywhere) or "internal/**/*_test.go" (paths)`, args.Include)
+	}
+	if args.Context > maxContextLines {
+		notes = append(notes, fmt.Sprintf("context is capped at %d lines.", maxContextLines))
+		args.Context = maxContextLines
+	}
+	if args.MaxResults == 0 {
+		args.MaxResults = defaultMaxResults
+	}
+	if args.MaxResults > maxMaxResults {
+		notes = append(notes, fmt.Sprintf("max_results is capped at %d.", maxMaxResults))
+		args.MaxResults = maxMaxResults
+	}
+	m, err := compileSearch(args.Pattern, args.Literal, args.IgnoreCase)
+	if err != nil {
+		return "", patternError(args.Pattern, err)
+	}
+
+	start := s.now()
+	deadline := start.Add(s.opts.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+
+	scope, err := s.scope(ctx, args.Path)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("search: listing the files took longer than %s: %w", s.opts.Timeout, ctx.Err())
+		}
+		return "", err
+	}
+	files := filterInclude(scope.files, args.Include)
+	job := searchJob{
+		files:        files,
+		open:         s.ws.Open,
+		matcher:      m,
+		contextLines: args.Context,
+		maxResults:   args.MaxResults,
+		maxFileSize:  s.opts.MaxFileSize,
+		workers:      s.opts.Workers,
+		expired:      func() bool { return s.now().After(deadline) },
+	}
+	res := job.run(ctx)
+	if !res.complete && errors.Is(ctx.Err(), context.Canceled) {
+		return "", fmt.Errorf("search canceled: %w", ctx.Err())
+	}
+	return renderSearch(args, scope, res, s.opts, notes), nil
+}
+
+// searchScope is the set of files a search covers and how to describe it.
+type searchScope struct {
+	files []string
+	where string // "" for the whole repository, else the relative path
+}
+
+// scope lists the files under p: the whole listable set for the root, one
+// file, or a directory's files. A file named explicitly is searched even
+// if it is ignored by git, as rg does: the model asked for it, and the
+// deny-list is still enforced by Open.
+func (s *SearchCode) scope(ctx context.Context, p string) (searchScope, error) {
+	rel, err := s.ws.Rel(p)
+	if err != nil {
+		return searchScope{}, err
+	}
+	all, err := s.ws.Files(ctx)
+	if err != nil {
+		return searchScope{}, fmt.Errorf("search: list files: %w", err)
+	}
+	if rel == "." {
+		return searchScope{files: all}, nil
+	}
+	if _, found := slices.BinarySearch(all, rel); found {
+		return searchScope{files: []string{rel}, where: rel}, nil
+	}
+	prefix := rel + "/"
+	lo, _ := slices.BinarySearch(all, prefix)
+	hi := lo
+	for hi < len(all) && strings.HasPrefix(all[hi], prefix) {
+		hi++
+	}
+	if hi > lo {
+		return searchScope{files: all[lo:hi], where: rel}, nil
+	}
+	f, _, err := s.ws.Open(rel)
+	switch {
+	case err == nil:
+		f.Close()
+		return searchScope{files: []string{rel}, where: rel}, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return searchScope{}, fmt.Errorf("path %q does not exist; use list_files or glob to find the right path, or leave path out to search the whole repository", p)
+	case errors.Is(err, ErrNotRegular):
+		return searchScope{}, fmt.Errorf("path %q has no searchable files: what it holds is ignored by .gitignore or on the deny-list; search another path or the whole repository", p)
+	}
+	return searchScope{}, err
+}
+
+// filterInclude keeps the files matching glob. A glob without a slash
+// matches the file name, so "*.go" finds Go files at any depth, which is
+// what people (and models) mean by it.
+func filterInclude(files []string, glob string) []string {
+	if glob == "" {
+		return files
+	}
+	byName := !strings.Contains(glob, "/")
+	var out []string
+	for _, f := range files {
+		name := f
+		if byName {
+			name = path.Base(f)
+		}
+		if doublestar.MatchUnvalidated(glob, name) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func patternError(pattern string, err error) error {
+	msg := err.Error()
+	// The regexp error quotes our (?m) prefix; it confuses the reader.
+	msg = strings.ReplaceAll(msg, "(?mi)", "")
+	msg = strings.ReplaceAll(msg, "(?m)", "")
+	msg = strings.TrimPrefix(msg, errPatternSyntax.Error()+": ")
+	hint := "Patterns use RE2 syntax (Go regexp): lookahead/lookbehind ((?=…), (?!…), (?<=…)) and backreferences (\\1) are not supported; escape ( ) [ ] { } . * + ? | \\ with a backslash to match them literally"
+	return fmt.Errorf("%w: %s. %s, or set literal=true to search for %q as plain text", errPatternSyntax, msg, hint, pattern)
+}
+
+// renderSearch writes what the model reads: a header with totals and
+// notes, the matching lines grouped by file, and what to do when the
+// output is not the whole story.
+func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts SearchCodeOptions, notes []string) string {
+	var (
+		total, inFiles, shown int
+		binary, huge, unread  int
+		body                  strings.Builder
+		lastPath              string
+		lastNo                int
+		budgetHit             bool
+	)
+	for i, h := range res.hits {
+		if !h.done {
+			continue
+		}
+		switch h.skip {
+		case skipBinary:
+			binary++
+		case skipHuge:
+			huge++
+		case skipUnreadable:
+			unread++
+		}
+		if h.matches == 0 {
+			continue
+		}
+		total += h.matches
+		inFiles++
+		if budgetHit || shown >= args.MaxResults {
+			continue
+		}
+		p := res.files[i]
+		lastMatch := 0
+		for _, l := range h.lines {
+			if l.match {
+				if shown >= args.MaxResults || body.Len() >= searchOutputBudget {
+					budgetHit = body.Len() >= searchOutputBudget
+					break
+				}
+				shown++
+				lastMatch = l.n
+			} else if lastMatch > 0 && l.n > lastMatch+args.Context && shown >= args.MaxResults {
+				break // before-context of a match that is not shown
+			}
+			if args.Context > 0 && body.Len() > 0 && (p != lastPath || l.n != lastNo+1) {
+				body.WriteString("--\n")
+			}
+			sep := "-"
+			if l.match {
+				sep = ":"
+			}
+			body.WriteString(p)
+			body.WriteString(sep)
+			body.WriteString(strconv.Itoa(l.n))
+			body.WriteString(sep)
+			body.WriteByte(' ')
+			body.WriteString(l.text)
+			body.WriteByte('\n')
+			lastPath, lastNo = p, l.n
+		}
+	}
+
+	var b strings.Builder
+	timedOut := !res.complete
+	if total == 0 {
+		b.WriteString(noMatches(args, scope, len(res.files), res.searched, timedOut))
+	} else {
+		fmt.Fprintf(&b, "%s in %s", countNoun(total, "match", "matches"), countNoun(inFiles, "file", "files"))
+		if shown < total {
+			fmt.Fprintf(&b, " (showing %d)", shown)
+		}
+		b.WriteByte('\n')
+	}
+	if timedOut {
+		fmt.Fprintf(&b, "Partial results: the search timed out after %s having searched %d of %d files, so there may be more matches. Narrow it with path or include, or use a pattern with a plain-text part.\n",
+			opts.Timeout, res.searched, len(res.files))
+	}
+	if binary+huge+unread > 0 {
+		var parts []string
+		if binary > 0 {
+			parts = append(parts, countNoun(binary, "binary file", "binary files"))
+		}
+		if huge > 0 {
+			parts = append(parts, fmt.Sprintf("%s over %d MB", countNoun(huge, "file", "files"), opts.MaxFileSize>>20))
+		}
+		if unread > 0 {
+			parts = append(parts, countNoun(unread, "unreadable file", "unreadable files"))
+		}
+		fmt.Fprintf(&b, "Skipped %s.\n", strings.Join(parts, " and "))
+	}
+	for _, n := range notes {
+		b.WriteString("Note: " + n + "\n")
+	}
+	if body.Len() > 0 {
+		b.WriteByte('\n')
+		b.WriteString(body.String())
+	}
+	if shown < total {
+		b.WriteByte('\n')
+		why := fmt.Sprintf("max_results=%d", args.MaxResults)
+		if budgetHit {
+			why = "the output size limit"
+		}
+		fmt.Fprintf(&b, "Showing %d of %d matches (cut at %s). Narrow the search with a more specific pattern, a path, or an include glob such as \"*.go\"", shown, total, why)
+		if !budgetHit && args.MaxResults < maxMaxResults {
+			fmt.Fprintf(&b, ", or raise max_results (up to %d)", maxMaxResults)
+		}
+		b.WriteString(".\n")
+	}
+	return b.String()
+}
+
+// noMatches says plainly that nothing matched, and what to try instead.
+func noMatches(args searchCodeArgs, scope searchScope, files, searched int, timedOut bool) string {
+	var b strings.Builder
+	what := "pattern"
+	if args.Literal {
+		what = "text"
+	}
+	fmt.Fprintf(&b, "No matches for %s %q", what, args.Pattern)
+	if timedOut {
+		fmt.Fprintf(&b, " in the %d of %d files searched", searched, files)
+	} else {
+		fmt.Fprintf(&b, " in %s", countNoun(files, "file", "files"))
+	}
+	if scope.where != "" {
+		fmt.Fprintf(&b, " under %s", scope.where)
+	}
+	if args.Include != "" {
+		fmt.Fprintf(&b, " matching %q", args.Include)
+	}
+	b.WriteString(".\n")
+	var try []string
+	if !args.IgnoreCase {
+		try = append(try, "ignore_case=true")
+	}
+	try = append(try, "a shorter or more distinctive part of the text")
+	if !args.Literal && strings.ContainsAny(args.Pattern, `\.+*?()[]{}|^$`) {
+		try = append(try, "literal=true if the pattern is meant as plain text")
+	}
+	if scope.where != "" {
+		try = append(try, "a broader path (or none)")
+	}
+	if args.Include != "" {
+		try = append(try, "no include glob")
+	}
+	fmt.Fprintf(&b, "Try %s.\n", strings.Join(try, ", "))
+	return b.String()
+}
+
+func countNoun(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// Summarize implements Summarizer: the header's first line, e.g.
+// "12 matches in 3 files (showing 10)", or "no matches".
+func (s *SearchCode) Summarize(output string) string {
+	first, _, _ := strings.Cut(output, "\n")
+	if strings.HasPrefix(first, "No matches") {
+		first = "no matches"
+	}
+	if strings.Contains(output, "\nPartial results: the search timed out") {
+		first += ", timed out"
+	}
+	return first
+}
