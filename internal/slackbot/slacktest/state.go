@@ -25,7 +25,8 @@ type Call struct {
 	// Token is the token the request authenticated with (form field or Bearer).
 	Token string
 	At    time.Time
-	// Status is the HTTP status the fake answered with.
+	// Status is the HTTP status the fake answered with; 0 while the call is held
+	// (see Server.Hold) or if the client gave up waiting.
 	Status int
 	// Error is the Slack error code returned ("" when ok).
 	Error string
