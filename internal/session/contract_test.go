@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,5 +14,18 @@ func TestMemoryContract(t *testing.T) {
 		Open: func(t *testing.T, dir string, now func() time.Time) session.Store {
 			return session.NewMemoryWith(session.MemoryOptions{Now: now})
 		},
+	})
+}
+
+func TestSQLiteContract(t *testing.T) {
+	sessiontest.RunStoreTests(t, sessiontest.Suite{
+		Open: func(t *testing.T, dir string, now func() time.Time) session.Store {
+			st, err := session.OpenSQLite(t.Context(), filepath.Join(dir, "sessions.db"), session.SQLiteOptions{Now: now})
+			if err != nil {
+				t.Fatalf("OpenSQLite: %v", err)
+			}
+			return st
+		},
+		Durable: true,
 	})
 }
