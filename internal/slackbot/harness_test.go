@@ -1,0 +1,255 @@
+package slackbot
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// harness is one bot, connected through the real slack-go client to a fake
+// Slack, answering with the real agent over a fake model server and a small
+// repository in a temp dir.
+type harness struct {
+	t     testing.TB
+	slack *slacktest.Server
+	ai    *fakeOpenAI
+	store *session.Memory
+	bot   *Bot
+	logs  *syncBuffer
+
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	runErr error
+}
+
+type harnessOpts struct {
+	script func(chatRequest) fakeReply
+	stream bool
+	cfg    func(*Config)
+}
+
+func newHarness(t testing.TB, o harnessOpts) *harness {
+	t.Helper()
+	if o.script == nil {
+		o.script = readThenAnswer
+	}
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	ai := newFakeOpenAI(t, o.script)
+
+	repo := t.TempDir()
+	writeFile(t, filepath.Join(repo, "README.md"), "# widget\n\nA widget service.\n")
+	writeFile(t, filepath.Join(repo, "main.go"), "package main\n\nfunc main() {}\n")
+	ws, err := tools.NewWorkspace(repo, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := llm.NewClient(llm.ClientConfig{
+		BaseURL: ai.URL(), APIKey: "sk-test-secret", Model: "fake-model", Stream: o.stream,
+		MaxRetries: 1, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := agent.New(agent.Config{Model: model, Tools: tools.NewRegistry(tools.NewReadFile(ws), tools.NewListFiles(ws))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, slack: srv, ai: ai, store: session.NewMemory(), logs: &syncBuffer{}, done: make(chan error, 1)}
+	cfg := Config{
+		BotToken:         slacktest.DefaultBotToken,
+		AppToken:         slacktest.DefaultAppToken,
+		APIURL:           srv.APIURL(),
+		Answerer:         ag,
+		Store:            h.store,
+		RepoName:         "acme/widget",
+		Commit:           func(context.Context) (string, error) { return "0123456789abcdef", nil },
+		PostInterval:     time.Millisecond,
+		UpdateInterval:   time.Millisecond,
+		PostBurst:        1000,
+		ProgressInterval: 5 * time.Millisecond,
+		DrainTimeout:     5 * time.Second,
+		Logger:           slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if o.cfg != nil {
+		o.cfg(&cfg)
+	}
+	h.bot, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- h.bot.Run(ctx) }()
+	t.Cleanup(func() {
+		if err := h.stop(); err != nil {
+			t.Errorf("Run returned %v after cancel, want nil", err)
+		}
+		if t.Failed() {
+			t.Logf("bot log:\n%s", h.logs.String())
+		}
+	})
+	if err := srv.WaitConnected(h.ctx(), 1); err != nil {
+		t.Fatalf("bot did not connect: %v\n%s", err, h.logs.String())
+	}
+	return h
+}
+
+// stop cancels Run and waits for it to return.
+func (h *harness) stop() error {
+	h.once.Do(func() {
+		h.cancel()
+		select {
+		case h.runErr = <-h.done:
+		case <-time.After(30 * time.Second):
+			h.t.Errorf("Run did not return within 30s of cancel")
+		}
+	})
+	return h.runErr
+}
+
+func (h *harness) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	h.t.Cleanup(cancel)
+	return ctx
+}
+
+// mention sends "<@UBOT> text" in channel, top-level when thread is "", and
+// returns the message's ts.
+func (h *harness) mention(channel, text, thread string) string {
+	ts := h.slack.NextTS()
+	h.slack.SendEvent(slacktest.AppMention(channel, "U1", "<@UBOT> "+text, ts, thread))
+	return ts
+}
+
+// waitReaction waits until the bot has put reaction on the message.
+func (h *harness) waitReaction(channel, ts, reaction string) {
+	h.t.Helper()
+	_, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		m, ok := st.Message(channel, ts)
+		return ok && slices.Contains(m.Reactions, reaction)
+	})
+	if err != nil {
+		h.t.Fatalf("reaction %q on %s/%s: %v", reaction, channel, ts, err)
+	}
+}
+
+// waitTurns waits until n turn summary lines are logged: every turn's last act.
+func (h *harness) waitTurns(n int) []map[string]any {
+	h.t.Helper()
+	ctx := h.ctx()
+	for {
+		lines := h.logLines("turn")
+		if len(lines) >= n {
+			return lines
+		}
+		select {
+		case <-ctx.Done():
+			h.t.Fatalf("waiting for %d turns, have %d", n, len(lines))
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// logLines returns the JSON log records with the given msg.
+func (h *harness) logLines(msg string) []map[string]any {
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(h.logs.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// answers returns the bot's messages in a thread that carry a markdown
+// block: the answers, not the progress messages.
+func answers(msgs []slacktest.Message) []slacktest.Message {
+	var out []slacktest.Message
+	for _, m := range msgs {
+		if slices.Contains(m.BlockTypes(), "markdown") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (h *harness) healthz() (int, string) {
+	rec := httptest.NewRecorder()
+	h.bot.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	return rec.Code, rec.Body.String()
+}
+
+func (h *harness) metrics() string {
+	rec := httptest.NewRecorder()
+	h.bot.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.String()
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var _ io.Writer = (*syncBuffer)(nil)
+
+// gate holds scripted model replies until opened.
+type gate struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newGate() *gate               { return &gate{ch: make(chan struct{})} }
+func (g *gate) open()              { g.once.Do(func() { close(g.ch) }) }
+func (g *gate) c() <-chan struct{} { return g.ch }
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
