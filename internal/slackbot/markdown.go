@@ -181,27 +181,33 @@ func parseUnits(md string) []mdUnit {
 	return units
 }
 
-// pieces renders u as one or more texts, each at most limit characters. A
-// fence too long for one message is closed and reopened with the same
-// opening line in the next piece, so every piece is valid Markdown on its
-// own; a paragraph is cut at line ends, and a single overlong line at a space.
-func (u mdUnit) pieces(limit int) []string {
+// pieces renders u as one or more texts, the first at most first
+// characters and the others at most limit. A fence too long for one message
+// is closed and reopened with the same opening line in the next piece, so
+// every piece is valid Markdown on its own; a paragraph is cut at line ends,
+// and a single overlong line at a space.
+func (u mdUnit) pieces(first, limit int) []string {
 	if u.fence == nil {
-		return packLines(u.lines, limit, "", "")
+		return packLines(u.lines, first, limit, "", "")
 	}
-	return packLines(u.lines, limit, u.fence.open(), u.fence.close())
+	return packLines(u.lines, first, limit, u.fence.open(), u.fence.close())
 }
 
-// packLines joins lines with newlines into texts of at most limit
-// characters, each wrapped in open/close lines when those are set. Lines
-// longer than a piece can hold are cut.
-func packLines(lines []string, limit int, open, close string) []string {
+// packLines joins lines with newlines into texts of at most first (the
+// first text) and limit (the others) characters, each wrapped in open/close
+// lines when those are set. Lines longer than a piece can hold are cut.
+func packLines(lines []string, first, limit int, open, close string) []string {
 	overhead := 0
 	if open != "" {
 		overhead = textLen(open) + 1 + textLen(close) + 1
 	}
-	room := max(limit-overhead, 1)
 	var out []string
+	room := func() int {
+		if len(out) == 0 {
+			return max(first-overhead, 1)
+		}
+		return max(limit-overhead, 1)
+	}
 	var cur []string
 	curLen := 0
 	emit := func() {
@@ -223,7 +229,7 @@ func packLines(lines []string, limit int, open, close string) []string {
 			if len(cur) > 0 {
 				sep = 1
 			}
-			if curLen+sep+l <= room {
+			if curLen+sep+l <= room() {
 				cur = append(cur, line)
 				curLen += sep + l
 				break
@@ -232,7 +238,7 @@ func packLines(lines []string, limit int, open, close string) []string {
 				emit()
 				continue
 			}
-			head, tail := cutText(line, room)
+			head, tail := cutText(line, room())
 			cur, curLen = []string{head}, textLen(head)
 			emit()
 			line = tail
@@ -250,7 +256,7 @@ func packLines(lines []string, limit int, open, close string) []string {
 // splitMarkdown cuts md into texts of at most limit characters at unit
 // boundaries (blank lines, code fences). A unit that does not fit in the
 // current text starts the next one; only a unit bigger than limit on its own
-// is cut, by mdUnit.pieces.
+// is cut, by mdUnit.pieces, starting in the room left in the current text.
 func splitMarkdown(md string, limit int) []string {
 	var out []string
 	var cur strings.Builder
@@ -274,7 +280,15 @@ func splitMarkdown(md string, limit int) []string {
 		curLen += l
 	}
 	for _, u := range parseUnits(md) {
-		for i, p := range u.pieces(limit) {
+		pieces := u.pieces(limit, limit)
+		if len(pieces) > 1 && curLen > 0 {
+			// The unit is cut anyway: start it in the room left here
+			// rather than leave a short message before it.
+			if room := limit - curLen - 2; room >= limit/8 {
+				pieces = u.pieces(room, limit)
+			}
+		}
+		for i, p := range pieces {
 			add(p, i > 0 || u.blankBefore)
 		}
 	}

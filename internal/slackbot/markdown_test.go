@@ -94,6 +94,8 @@ func TestSplitMarkdown(t *testing.T) {
 			[]string{"intro", "```go\n" + para("x", 50) + "\n```\n\nend"}},
 		{"closes and reopens a long fence", "```go\nline1\nline2\nline3\nline4\n```", 22,
 			[]string{"```go\nline1\nline2\n```", "```go\nline3\nline4\n```"}},
+		{"a fence cut anyway starts in the room left", "intro\n\n```\n" + strings.Repeat("aaaaaaaaa\n", 4) + "```", 30,
+			[]string{"intro\n\n```\naaaaaaaaa\n```", "```\naaaaaaaaa\naaaaaaaaa\n```", "```\naaaaaaaaa\n```"}},
 		{"fence never left open at the end", "```\ncode", 100, []string{"```\ncode\n```"}},
 		{"long paragraph cut at line ends", "aaaa\nbbbb\ncccc", 10, []string{"aaaa\nbbbb", "cccc"}},
 		{"overlong line cut at a space", "one two three four five six", 12, []string{"one two ", "three four ", "five six"}},
