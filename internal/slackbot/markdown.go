@@ -13,15 +13,6 @@ import (
 // defusing mentions, and converting Markdown to Slack's older mrkdwn dialect
 // for the places that only accept mrkdwn (the notification fallback text).
 
-// pingTokenRE matches the start of every Slack token that notifies people: a
-// special mention (<!channel>, <!here>, <!everyone>, <!subteam^S…>,
-// <!group>), a user (<@U…>, <@W…>, <@B…>) or a channel (<#C…>). The escaped
-// form "&lt;" is matched too, because a markdown block decodes HTML entities
-// before Slack looks for tokens, as far as we can tell from the docs. Anything
-// else that starts with "<" (generics, HTML, "<!--", "<!DOCTYPE") is left
-// alone so code survives unchanged.
-var pingTokenRE = regexp.MustCompile(`(<|&lt;)(!(?i:channel|here|everyone|group|subteam\^)|@[UWB][A-Z0-9]|#[CGD][A-Z0-9])`)
-
 // zeroWidthSpace breaks a mention token without changing what a reader sees.
 const zeroWidthSpace = "\u200b"
 
@@ -29,11 +20,62 @@ const zeroWidthSpace = "\u200b"
 // (<!channel>, <!here>, <!everyone>, <!subteam^…>, <@U…>, <#C…>) by putting a
 // zero-width space after the "<". A model can be talked into writing these by
 // the files it reads (prompt injection), and a bot must never ping a channel
-// on someone else's behalf. Ordinary text and code, including "<" that does
-// not start such a token, are returned unchanged.
+// on someone else's behalf. The escaped form "&lt;!here&gt;" is defused too:
+// Slack's docs do not say whether a markdown block decodes entities before it
+// looks for tokens, so assume it may. Ordinary text and code, including "<"
+// that does not start such a token ("a < b", "<-ch", "<div>", "<!--",
+// "<!DOCTYPE"), are returned unchanged.
 func Neutralize(s string) string {
-	return pingTokenRE.ReplaceAllString(s, "${1}"+zeroWidthSpace+"${2}")
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		after := 0
+		switch {
+		case s[i] == '<':
+			after = i + 1
+		case s[i] == '&' && strings.HasPrefix(s[i:], "&lt;"):
+			after = i + len("&lt;")
+		default:
+			continue
+		}
+		if startsPingToken(s[after:]) {
+			b.WriteString(s[last:after])
+			b.WriteString(zeroWidthSpace)
+			last = after
+		}
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
+
+// startsPingToken reports whether s, just after a "<", continues as a token
+// that notifies: a special mention (!channel, !here, !everyone, !group,
+// !subteam^…, in any case), a user (@U…, @W…, @B… then an ID character) or a
+// channel (#C…, #G…, #D…).
+func startsPingToken(s string) bool {
+	if len(s) < 3 {
+		return false
+	}
+	switch s[0] {
+	case '!':
+		for _, kw := range []string{"channel", "here", "everyone", "group", "subteam^"} {
+			if len(s) > len(kw) && strings.EqualFold(s[1:1+len(kw)], kw) {
+				return true
+			}
+		}
+	case '@':
+		return strings.IndexByte("UWB", s[1]) >= 0 && isIDByte(s[2])
+	case '#':
+		return strings.IndexByte("CGD", s[1]) >= 0 && isIDByte(s[2])
+	}
+	return false
+}
+
+// isIDByte reports whether c can be part of a Slack ID (upper case, digits).
+func isIDByte(c byte) bool { return 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
 
 // textLen counts characters the way Slack's limits are most likely counted
 // (UTF-16 code units, as in JavaScript). It is never less than the rune
