@@ -55,7 +55,8 @@ func (f *fakeWebAPI) client() *slack.Client {
 }
 
 // replies queues replies for method: "ok", "429:<seconds>", "429" (no
-// Retry-After), "500", or an ok:false error code such as "ratelimited".
+// Retry-After), "500", "drop" (close the connection without an answer), or
+// an ok:false error code such as "ratelimited".
 func (f *fakeWebAPI) replies(method string, rs ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -104,6 +105,11 @@ func (f *fakeWebAPI) handle(method string) http.HandlerFunc {
 			}
 			w.WriteHeader(http.StatusTooManyRequests)
 			json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": "ratelimited"})
+		case reply == "drop": // the connection dies before an answer
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
 		case reply == "500":
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusInternalServerError)
@@ -169,6 +175,8 @@ func TestPosterPost(t *testing.T) {
 			[]string{"chat.postMessage ratelimited", "chat.postMessage ratelimited", "chat.postMessage ok"}, 1, nil, []string{"chat.postMessage", "chat.postMessage"}},
 		{"500 is not retried: Slack may have posted", []string{"500"}, true,
 			[]string{"chat.postMessage 500"}, 0, []string{"chat.postMessage"}, nil},
+		{"network failure is not retried either", []string{"drop"}, true,
+			[]string{"chat.postMessage drop"}, 0, []string{"chat.postMessage"}, nil},
 		{"Slack error is final", []string{"channel_not_found"}, true,
 			[]string{"chat.postMessage channel_not_found"}, 0, []string{"chat.postMessage"}, nil},
 	}
@@ -297,6 +305,8 @@ func TestPosterUpdate(t *testing.T) {
 		{"429 then ok", []string{"429:0"}, false, []string{"chat.update 429:0", "chat.update ok"}, nil},
 		{"500 retried once", []string{"500"}, false, []string{"chat.update 500", "chat.update ok"}, nil},
 		{"500 twice fails", []string{"500", "500"}, true, []string{"chat.update 500", "chat.update 500"}, []string{"chat.update"}},
+		{"network failure retried once", []string{"drop"}, false, []string{"chat.update drop", "chat.update ok"}, nil},
+		{"429 does not use up the one retry", []string{"500", "429:0", "ok"}, false, []string{"chat.update 500", "chat.update 429:0", "chat.update ok"}, nil},
 		{"Slack error is final", []string{"message_not_found"}, true, []string{"chat.update message_not_found"}, []string{"chat.update"}},
 	}
 	for _, c := range cases {
