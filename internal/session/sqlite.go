@@ -42,6 +42,9 @@ type SQLiteOptions struct {
 // process never meet SQLITE_BUSY; reads use a separate pool and, in WAL
 // mode, do not block or get blocked by the writer. History is stored one
 // row per message, so a step is an append, not a rewrite of the thread.
+// A message's fields are columns and only its tool calls are JSON: decoding
+// a whole message from JSON made loading a 200-message thread 4× slower,
+// since tool results are large and full of escapes (see BENCHMARKS.md).
 type SQLite struct {
 	w, r   *sql.DB
 	now    func() time.Time
@@ -76,7 +79,11 @@ var migrations = []string{
 		session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
 		seq INTEGER NOT NULL,
 		role TEXT NOT NULL,
-		body TEXT NOT NULL,
+		content TEXT NOT NULL DEFAULT '',
+		reasoning TEXT NOT NULL DEFAULT '',
+		tool_call_id TEXT NOT NULL DEFAULT '',
+		is_error INTEGER NOT NULL DEFAULT 0,
+		tool_calls TEXT NOT NULL DEFAULT '',
 		PRIMARY KEY (session_id, seq)
 	) WITHOUT ROWID;
 	CREATE TABLE turns (
@@ -237,23 +244,27 @@ func fromNanos(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// encode clips and marshals messages before a transaction starts, so the
-// write lock is held only for the inserts.
+// encode clips messages and marshals their tool calls before a
+// transaction starts, so the write lock is held only for the inserts.
 func (s *SQLite) encode(msgs []llm.Message) ([]encoded, error) {
 	out := make([]encoded, len(msgs))
 	for i, m := range msgs {
-		b, err := json.Marshal(s.limits.clip(m))
-		if err != nil {
-			return nil, fmt.Errorf("encode message %d: %w", i, err)
+		e := encoded{Message: s.limits.clip(m)}
+		if len(m.ToolCalls) > 0 {
+			b, err := json.Marshal(m.ToolCalls)
+			if err != nil {
+				return nil, fmt.Errorf("encode tool calls of message %d: %w", i, err)
+			}
+			e.calls = string(b)
 		}
-		out[i] = encoded{role: m.Role, body: b}
+		out[i] = e
 	}
 	return out, nil
 }
 
 type encoded struct {
-	role llm.Role
-	body []byte
+	llm.Message
+	calls string // JSON of ToolCalls, empty for none
 }
 
 // appendMessages adds msgs after the session's last message and drops the
@@ -264,13 +275,14 @@ func (s *SQLite) appendMessages(ctx context.Context, tx *sql.Tx, sessionID int64
 		return fmt.Errorf("read history length: %w", err)
 	}
 	if len(msgs) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (session_id, seq, role, body) VALUES (?, ?, ?, ?)`)
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (session_id, seq, role, content, reasoning, tool_call_id, is_error, tool_calls)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for i, m := range msgs {
-			if _, err := stmt.ExecContext(ctx, sessionID, last+1+int64(i), string(m.role), string(m.body)); err != nil {
+			if _, err := stmt.ExecContext(ctx, sessionID, last+1+int64(i), string(m.Role), m.Content, m.Reasoning, m.ToolCallID, m.IsError, m.calls); err != nil {
 				return fmt.Errorf("insert message: %w", err)
 			}
 		}
@@ -316,19 +328,24 @@ func (s *SQLite) Session(ctx context.Context, key Key) (Session, bool, error) {
 		return Session{}, false, fmt.Errorf("load session %s: %w", key, err)
 	}
 	out.Created, out.Updated = fromNanos(created), fromNanos(updated)
-	rows, err := tx.QueryContext(ctx, `SELECT body FROM messages WHERE session_id = ? ORDER BY seq`, id)
+	rows, err := tx.QueryContext(ctx, `SELECT role, content, reasoning, tool_call_id, is_error, tool_calls
+		FROM messages WHERE session_id = ? ORDER BY seq`, id)
 	if err != nil {
 		return Session{}, false, fmt.Errorf("load history of %s: %w", key, err)
 	}
 	defer rows.Close()
-	var body []byte
+	var role string
+	var calls []byte
 	for rows.Next() {
-		if err := rows.Scan(&body); err != nil {
+		var m llm.Message
+		if err := rows.Scan(&role, &m.Content, &m.Reasoning, &m.ToolCallID, &m.IsError, &calls); err != nil {
 			return Session{}, false, fmt.Errorf("load history of %s: %w", key, err)
 		}
-		var m llm.Message
-		if err := json.Unmarshal(body, &m); err != nil {
-			return Session{}, false, fmt.Errorf("decode message %d of %s: %w", len(out.History), key, err)
+		m.Role = llm.Role(role)
+		if len(calls) > 0 {
+			if err := json.Unmarshal(calls, &m.ToolCalls); err != nil {
+				return Session{}, false, fmt.Errorf("decode tool calls of message %d of %s: %w", len(out.History), key, err)
+			}
 		}
 		out.History = append(out.History, m)
 	}
