@@ -1,10 +1,17 @@
 package slackbot
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
@@ -69,6 +76,598 @@ func TestMentionPostsContextLinesThenAnswer(t *testing.T) {
 	for k, want := range map[string]any{"outcome": "answered", "steps": 2.0, "tool_calls": 2.0, "prompt_tokens": 2200.0, "cached_tokens": 800.0} {
 		if line[k] != want {
 			t.Errorf("turn log %s = %v, want %v", k, line[k], want)
+		}
+	}
+}
+
+func TestFollowUps(t *testing.T) {
+	tests := []struct {
+		name      string
+		followups string
+		mention   bool // the follow-up mentions the bot again
+		answered  bool
+	}{
+		{"all answers a reply without mention", FollowupsAll, false, true},
+		{"all answers a reply with mention", FollowupsAll, true, true},
+		{"mention ignores a reply without mention", FollowupsMention, false, false},
+		{"mention answers a reply with mention", FollowupsMention, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Streamed completions here, plain JSON elsewhere: both paths.
+			h := newHarness(t, harnessOpts{stream: true, cfg: func(c *Config) { c.Followups = tt.followups }})
+			root := h.mention("C1", "what does this repo do?", "")
+			h.waitTurns(1)
+
+			ts := h.slack.NextTS()
+			if tt.mention {
+				h.slack.SendEvent(slacktest.AppMention("C1", "U2", "<@UBOT> and main.go?", ts, root))
+				// Slack also delivers the same reply as a message event.
+				h.slack.SendEvent(slacktest.UserMessage("C1", "channel", "U2", "<@UBOT> and main.go?", ts, root))
+			} else {
+				h.slack.SendEvent(slacktest.UserMessage("C1", "channel", "U2", "and main.go?", ts, root))
+			}
+			// A later mention is a barrier: the intake handles events in
+			// order, so once it is answered the follow-up was decided.
+			h.mention("C1", "barrier", root)
+			lines := h.waitTurns(2)
+			if tt.answered {
+				lines = h.waitTurns(3)
+			}
+
+			var followup *chatRequest
+			for _, r := range h.ai.Requests() {
+				if r.question() == "and main.go?" {
+					followup = &r
+					break
+				}
+			}
+			if got := followup != nil; got != tt.answered {
+				t.Fatalf("follow-up answered = %v, want %v (%d turns)", got, tt.answered, len(lines))
+			}
+			if !tt.answered {
+				return
+			}
+			// The thread's history went with it: the first question and
+			// the first answer precede the follow-up.
+			var sawQ, sawA bool
+			for _, m := range followup.Messages {
+				sawQ = sawQ || m.Role == "user" && strings.Contains(m.Content, "what does this repo do?")
+				sawA = sawA || m.Role == "assistant" && strings.Contains(m.Content, "Answer** to: what does this repo do?")
+			}
+			if !sawQ || !sawA {
+				t.Errorf("follow-up request lacks the earlier turn (question %v, answer %v): %+v", sawQ, sawA, followup.Messages)
+			}
+			if n := len(answers(h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))); n != 3 {
+				t.Errorf("thread has %d answers, want 3", n)
+			}
+		})
+	}
+}
+
+func TestDMStartsSessionInItsThread(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ts := h.slack.NextTS()
+	h.slack.SendEvent(slacktest.UserMessage("D1", "im", "U1", "what is in this repo?", ts, ""))
+	msgs, err := h.slack.WaitMessages(h.ctx(), "D1", ts, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.waitTurns(1)
+	if a := answers(msgs); len(a) != 1 || !strings.Contains(a[0].AllText(), "Answer** to: what is in this repo?") {
+		t.Fatalf("DM thread = %+v, want one answer in the DM's thread", msgs)
+	}
+	// A second DM in that thread continues the session, no mention needed.
+	ts2 := h.slack.NextTS()
+	h.slack.SendEvent(slacktest.UserMessage("D1", "im", "U1", "and main.go?", ts2, ts))
+	h.waitTurns(2)
+	reqs := h.ai.Requests()
+	if last := reqs[len(reqs)-1]; last.question() != "and main.go?" || len(last.Messages) < 8 {
+		t.Errorf("second DM request: question %q with %d messages, want the follow-up with the history", last.question(), len(last.Messages))
+	}
+}
+
+func TestDuplicatesAnsweredOnce(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+
+	// A redelivery: same event_id, retry_attempt 1.
+	root := h.slack.NextTS()
+	ev := slacktest.AppMention("C1", "U1", "<@UBOT> first?", root, "")
+	ev.EventID = "EvDUP1"
+	h.slack.SendEvent(ev)
+	h.slack.SendEvent(ev.Retry(1, "timeout"))
+
+	// One message as both app_mention and message (different event ids).
+	root2 := h.slack.NextTS()
+	h.slack.SendEvent(slacktest.UserMessage("C2", "channel", "U1", "<@UBOT> second?", root2, ""))
+	h.slack.SendEvent(slacktest.AppMention("C2", "U1", "<@UBOT> second?", root2, ""))
+	h.slack.SendEvent(slacktest.UserMessage("C2", "channel", "U1", "<@UBOT> second?", root2, ""))
+
+	h.waitTurns(2)
+	h.mention("C3", "barrier", "")
+	h.waitTurns(3)
+
+	for _, c := range []struct{ ch, ts string }{{"C1", root}, {"C2", root2}} {
+		if n := len(answers(h.slack.Snapshot().BotMessages(c.ch, c.ts, slacktest.DefaultBotID))); n != 1 {
+			t.Errorf("%s: %d answers, want 1", c.ch, n)
+		}
+	}
+	if n := len(h.ai.Requests()); n != 6 {
+		t.Errorf("model got %d requests, want 6 (two per question)", n)
+	}
+	for _, e := range h.slack.Snapshot().Envelopes {
+		if !e.Acked {
+			t.Errorf("envelope %s (retry %d) was not acked", e.ID, e.RetryAttempt)
+		}
+	}
+}
+
+func TestIgnoresOwnBotAndSubtypeMessages(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	root := h.mention("C1", "first?", "")
+	h.waitTurns(1)
+	cfg := h.slack.Config()
+	for _, ev := range []slacktest.Event{
+		slacktest.AppMessage("C1", "channel", cfg.BotUserID, cfg.BotID, "our own post", "", root),
+		slacktest.BotMessage("C1", "channel", "BOTHER", "another bot", "", root),
+		slacktest.BotMessage("C1", "channel", "BOTHER", "<@UBOT> another bot mentions us", "", root),
+		slacktest.AppMention("C1", "U1", "<@UBOT> mention by a bot", "", root).With("bot_id", "BOTHER"),
+		slacktest.MessageChanged("C1", "channel", "U1", root, "", "<@UBOT> edited", "<@UBOT> first?"),
+		slacktest.MessageDeleted("C1", "channel", root),
+		slacktest.ChannelJoin("C1", "U9"),
+		slacktest.UserMessage("C1", "channel", "U1", "top-level chatter, no mention", "", ""),
+		slacktest.UserMessage("C9", "channel", "U1", "a reply in a thread the bot is not in", "", "1600000000.000100"),
+	} {
+		h.slack.SendEvent(ev)
+	}
+	h.mention("C1", "barrier", root)
+	h.waitTurns(2)
+	if qs := questions(h.ai.Requests()); !slices.Equal(qs, []string{"first?", "barrier"}) {
+		t.Errorf("model was asked %q, want only the two real questions", qs)
+	}
+	if n := len(h.slack.Snapshot().CallsTo("chat.postMessage")); n != 4 {
+		t.Errorf("%d posts, want 4 (progress and answer, twice)", n)
+	}
+}
+
+// questions lists the distinct questions the model was asked, in order.
+func questions(reqs []chatRequest) []string {
+	var out []string
+	for _, r := range reqs {
+		if q := r.question(); !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func TestRateLimitedPostRetriedNotLostNotDoubled(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.slack.FailNext("chat.postMessage", slacktest.RateLimited(time.Second))
+	root := h.mention("C1", "what does this repo do?", "")
+	h.waitTurns(1)
+
+	msgs := h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+	if len(msgs) != 2 || len(answers(msgs)) != 1 {
+		t.Fatalf("thread has %d messages (%d answers), want progress + one answer", len(msgs), len(answers(msgs)))
+	}
+	calls := h.slack.Calls("chat.postMessage")
+	if len(calls) != 3 || calls[0].Status != http.StatusTooManyRequests {
+		t.Errorf("chat.postMessage calls = %d (first status %d), want 3 with the first rate limited", len(calls), calls[0].Status)
+	}
+	if m := h.metrics(); !strings.Contains(m, `askrepo_slack_api_ratelimited_total{method="chat.postMessage"} 1`) {
+		t.Errorf("metrics lack the 429:\n%s", grepLines(m, "ratelimited"))
+	}
+}
+
+func TestSocketDroppedMidTurnAnswerStillPosted(t *testing.T) {
+	hold := newGate()
+	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
+		rep := readThenAnswer(r)
+		if r.last().Role == "tool" {
+			rep.Wait = hold.c()
+		}
+		return rep
+	}})
+	root := h.mention("C1", "what does this repo do?", "")
+	// The tool step is done and shown; the answer is being written.
+	if _, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool { return len(st.BotMessages("C1", root, slacktest.DefaultBotID)) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	waitRequests(t, h, 2)
+	if n := h.slack.DropConnections(); n != 1 {
+		t.Fatalf("dropped %d connections, want 1", n)
+	}
+	if _, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool { return st.Live() == 1 && len(st.Conns) == 2 }); err != nil {
+		t.Fatalf("bot did not reconnect: %v", err)
+	}
+	hold.open()
+	h.waitTurns(1)
+	if a := answers(h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)); len(a) != 1 {
+		t.Fatalf("%d answers after the reconnect, want 1", len(a))
+	}
+	// And the new connection serves new questions.
+	root2 := h.mention("C1", "still there?", "")
+	h.waitReaction("C1", root2, reactDone)
+}
+
+func TestThreadsRunConcurrentlyAndEachStaysOrdered(t *testing.T) {
+	holdA := newGate()
+	h := newHarness(t, harnessOpts{
+		cfg: func(c *Config) { c.MaxConcurrent = 2 },
+		script: func(r chatRequest) fakeReply {
+			rep := readThenAnswer(r)
+			if r.question() == "A1" && r.last().Role == "tool" {
+				rep.Wait = holdA.c()
+			}
+			return rep
+		},
+	})
+	rootA := h.mention("C1", "A1", "")
+	waitQuestionAnswering(t, h, "A1")
+
+	// A2 arrives in thread A while A1 runs: it waits, visibly.
+	a2 := h.mention("C1", "A2", rootA)
+	h.waitReaction("C1", a2, reactQueued)
+
+	// Thread B is not held up by thread A.
+	rootB := h.mention("C2", "B1", "")
+	h.waitReaction("C2", rootB, reactDone)
+	if slices.Contains(questions(h.ai.Requests()), "A2") {
+		t.Fatal("A2 reached the model while A1 was still running")
+	}
+
+	holdA.open()
+	h.waitReaction("C1", a2, reactDone)
+	got := answers(h.slack.Snapshot().BotMessages("C1", rootA, slacktest.DefaultBotID))
+	if len(got) != 2 || !strings.Contains(got[0].AllText(), "to: A1") || !strings.Contains(got[1].AllText(), "to: A2") {
+		t.Fatalf("thread A answers out of order: %q", allTexts(got))
+	}
+	if m, _ := h.slack.Message("C1", a2); slices.Contains(m.Reactions, reactQueued) {
+		t.Errorf("queued sign still on A2 after it ran: %v", m.Reactions)
+	}
+}
+
+func TestStopButtonCancelsTurn(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
+		rep := readThenAnswer(r)
+		if r.last().Role == "tool" {
+			rep.Wait = hold.c()
+		}
+		return rep
+	}})
+	root := h.mention("C1", "a long question", "")
+	waitQuestionAnswering(t, h, "a long question")
+	st, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)
+		return len(ms) == 1 && stopValue(ms[0]) != "" && strings.Count(ms[0].Text, "✓") == 2
+	})
+	if err != nil {
+		t.Fatalf("%v\n%+v", err, h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
+	}
+	progress := st.BotMessages("C1", root, slacktest.DefaultBotID)[0]
+	env := h.slack.ClickButton(slacktest.ButtonClick{
+		User: "U7", Channel: "C1", MessageTS: progress.TS, ThreadTS: root,
+		ActionID: stopActionID, BlockID: StopBlockID, Value: stopValue(progress), Text: "Stop",
+	})
+	if _, err := h.slack.WaitAck(h.ctx(), env); err != nil {
+		t.Fatal(err)
+	}
+	lines := h.waitTurns(1)
+	if lines[0]["outcome"] != outcomeStopped {
+		t.Errorf("turn outcome %v, want stopped", lines[0]["outcome"])
+	}
+	msgs := h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+	if len(msgs) != 2 || msgs[1].Text != "<@U7> stopped this answer." {
+		t.Fatalf("thread after Stop = %q, want the progress and who stopped it", allTexts(msgs))
+	}
+	if stopValue(msgs[0]) != "" {
+		t.Error("the Stop button is still shown after the turn ended")
+	}
+	sess, _, _ := h.store.Session(h.ctx(), session.Key{Team: "T1", Channel: "C1", Thread: root})
+	if sess.Turns != 0 {
+		t.Errorf("a stopped turn counted as done: %d", sess.Turns)
+	}
+}
+
+func TestUnparseableEnvelopesAreAcked(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ids := []string{
+		// An inner event type slack-go does not know.
+		h.slack.SendEvent(slacktest.InnerEvent("future_event_from_slack", map[string]any{"foo": "bar"})),
+		// An envelope type slack-go does not know.
+		h.slack.SendRaw([]byte(`{"envelope_id":"raw-env-1","type":"brand_new_type","payload":{}}`)),
+		// A block slack-go refuses to decode.
+		h.slack.SendEvent(slacktest.AppMention("C1", "U1", "<@UBOT> hi", "", "").With("blocks", json.RawMessage(`[{"type":"section","text":42}]`))),
+	}
+	for _, id := range ids {
+		if _, err := h.slack.WaitAck(h.ctx(), id); err != nil {
+			t.Errorf("envelope %s not acked: %v", id, err)
+		}
+	}
+	if n := len(h.logLines("unparseable socket mode envelope acked and skipped")); n != 3 {
+		t.Errorf("%d warnings for unparseable envelopes, want 3", n)
+	}
+}
+
+func TestAccessControl(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      func(*Config)
+		channel  string
+		user     string
+		refusals int
+	}{
+		{"channel not allowed", func(c *Config) { c.AllowChannels = []string{"C1"} }, "C2", "U1", 1},
+		{"user not allowed", func(c *Config) { c.AllowUsers = []string{"U1"} }, "C1", "U9", 1},
+		{"user not allowed in DM", func(c *Config) { c.AllowUsers = []string{"U1"} }, "D9", "U9", 1},
+		{"channel list does not bind DMs", func(c *Config) { c.AllowChannels = []string{"C1"} }, "D9", "U1", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{cfg: tt.cfg})
+			root := h.slack.NextTS()
+			send := func(ts, thread string) {
+				if strings.HasPrefix(tt.channel, "D") {
+					h.slack.SendEvent(slacktest.UserMessage(tt.channel, "im", tt.user, "what is here?", ts, thread))
+				} else {
+					h.slack.SendEvent(slacktest.AppMention(tt.channel, tt.user, "<@UBOT> what is here?", ts, thread))
+				}
+			}
+			send(root, "")
+			send(h.slack.NextTS(), root) // asking again in the same thread
+			h.mention("C1", "barrier", "")
+			if tt.refusals == 0 {
+				h.waitTurns(3)
+			} else {
+				h.waitTurns(1)
+			}
+			msgs, err := h.slack.WaitMessages(h.ctx(), tt.channel, root, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var refusals int
+			for _, m := range msgs {
+				if strings.Contains(m.Text, "not enabled here") {
+					refusals++
+				}
+			}
+			if refusals != tt.refusals {
+				t.Errorf("%d refusals in the thread, want %d: %q", refusals, tt.refusals, allTexts(msgs))
+			}
+			if tt.refusals > 0 {
+				if qs := questions(h.ai.Requests()); !slices.Equal(qs, []string{"barrier"}) {
+					t.Errorf("model was asked %q; a refused question must not reach it", qs)
+				}
+				if strings.Contains(msgs[0].Text, "acme") || strings.Contains(msgs[0].Text, "C1") {
+					t.Errorf("refusal %q names internals", msgs[0].Text)
+				}
+			}
+		})
+	}
+}
+
+func TestModelDownSaysOneSentenceWithRef(t *testing.T) {
+	h := newHarness(t, harnessOpts{script: func(chatRequest) fakeReply { return fakeReply{Status: http.StatusServiceUnavailable} }})
+	root := h.mention("C1", "what does this repo do?", "")
+	lines := h.waitTurns(1)
+	if lines[0]["outcome"] != outcomeModelDown {
+		t.Errorf("outcome %v, want %s", lines[0]["outcome"], outcomeModelDown)
+	}
+	msgs := h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+	if len(msgs) != 1 {
+		t.Fatalf("thread = %q, want one failure message", allTexts(msgs))
+	}
+	ref, _ := lines[0]["ref"].(string)
+	text := msgs[0].AllText()
+	if len(ref) != 6 || !strings.Contains(text, ref) || !strings.Contains(text, "not answering") {
+		t.Errorf("failure message %q, want one sentence with ref %q", text, ref)
+	}
+	for _, leak := range []string{"127.0.0.1", "503", "scripted failure", "sk-test-secret", "xoxb-"} {
+		if strings.Contains(text, leak) {
+			t.Errorf("failure message leaks %q: %q", leak, text)
+		}
+	}
+	failed := h.logLines("turn failed")
+	if len(failed) != 1 || failed[0]["ref"] != ref || !strings.Contains(failed[0]["err"].(string), "503") {
+		t.Errorf("log has no full error under ref %s: %v", ref, failed)
+	}
+	if m, _ := h.slack.Message("C1", root); !slices.Contains(m.Reactions, reactFailed) {
+		t.Errorf("question reactions %v, want ⚠️", m.Reactions)
+	}
+}
+
+func TestHealthzFollowsTheSocket(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	waitHealth(t, h, http.StatusOK)
+	// Slack refuses new connections for a while; the socket drops.
+	h.slack.FailAlways("apps.connections.open", slacktest.HTTPError(http.StatusServiceUnavailable))
+	h.slack.DropConnections()
+	waitHealth(t, h, http.StatusServiceUnavailable)
+	if _, body := h.healthz(); !strings.Contains(body, "not connected") {
+		t.Errorf("healthz body %q does not say why", body)
+	}
+	h.slack.ClearFailures()
+	waitHealth(t, h, http.StatusOK)
+	// A store that stops answering makes it unhealthy too.
+	h.store.Close()
+	if code, body := h.healthz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "store") {
+		t.Errorf("healthz with a closed store = %d %q", code, body)
+	}
+}
+
+func TestTokensCheckedAtStart(t *testing.T) {
+	t.Run("bot token as app token", func(t *testing.T) {
+		_, err := New(Config{BotToken: "xoxb-1", AppToken: "xoxb-1", Answerer: nopAnswerer{}, Store: session.NewMemory()})
+		if err == nil || !strings.Contains(err.Error(), "xapp-") {
+			t.Fatalf("New = %v, want an error naming xapp-", err)
+		}
+	})
+	t.Run("app token refused by apps.connections.open", func(t *testing.T) {
+		srv := slacktest.New()
+		t.Cleanup(srv.Close)
+		srv.FailAlways("apps.connections.open", slacktest.SlackError("not_allowed_token_type"))
+		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Answerer: nopAnswerer{}, Store: session.NewMemory()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = b.Run(ctx)
+		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "not_allowed_token_type") {
+			t.Fatalf("Run = %v, want a prompt failure naming not_allowed_token_type", err)
+		}
+	})
+	t.Run("bot token refused by auth.test", func(t *testing.T) {
+		srv := slacktest.New()
+		t.Cleanup(srv.Close)
+		srv.FailAlways("auth.test", slacktest.SlackError("invalid_auth"))
+		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Answerer: nopAnswerer{}, Store: session.NewMemory()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "auth.test") {
+			t.Fatalf("Run = %v, want an auth.test failure", err)
+		}
+	})
+}
+
+func TestShutdownDrainsThenInterrupts(t *testing.T) {
+	tests := []struct {
+		name    string
+		drain   time.Duration
+		release bool // the held answer is released after the cancel
+		outcome string
+	}{
+		{"running turn finishes within the grace period", 10 * time.Second, true, outcomeAnswered},
+		{"running turn is cut after the grace period", 50 * time.Millisecond, false, outcomeInterrupted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hold := newGate()
+			t.Cleanup(hold.open)
+			h := newHarness(t, harnessOpts{
+				cfg: func(c *Config) { c.DrainTimeout = tt.drain; c.MaxConcurrent = 1 },
+				script: func(r chatRequest) fakeReply {
+					rep := readThenAnswer(r)
+					if r.question() == "slow" && r.last().Role == "tool" {
+						rep.Wait = hold.c()
+					}
+					return rep
+				},
+			})
+			root := h.mention("C1", "slow", "")
+			waitQuestionAnswering(t, h, "slow")
+			queued := h.mention("C2", "waiting", "")
+			h.waitReaction("C2", queued, reactQueued)
+
+			h.cancel()
+			if tt.release {
+				hold.open()
+			}
+			if err := h.stop(); err != nil {
+				t.Fatalf("Run = %v, want nil", err)
+			}
+			lines := h.logLines("turn")
+			if len(lines) != 1 || lines[0]["outcome"] != tt.outcome {
+				t.Fatalf("turns %v, want one %s", lines, tt.outcome)
+			}
+			msgs := h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+			last := msgs[len(msgs)-1].AllText()
+			if tt.outcome == outcomeInterrupted && !strings.Contains(last, "restarted") {
+				t.Errorf("interrupted thread ends with %q", last)
+			}
+			// The queued question is told, not dropped.
+			note := h.slack.Snapshot().BotMessages("C2", queued, slacktest.DefaultBotID)
+			if len(note) != 1 || !strings.Contains(note[0].Text, "ask again") {
+				t.Errorf("queued question's thread = %q, want a note to ask again", allTexts(note))
+			}
+		})
+	}
+}
+
+type nopAnswerer struct{}
+
+func (nopAnswerer) Run(context.Context, []llm.Message, llm.Message, agent.Observer) (agent.Turn, error) {
+	return agent.Turn{}, nil
+}
+
+func stopValue(m slacktest.Message) string {
+	for _, b := range m.Blocks {
+		els, _ := b["elements"].([]any)
+		for _, e := range els {
+			if el, ok := e.(map[string]any); ok && el["action_id"] == stopActionID {
+				v, _ := el["value"].(string)
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+func allTexts(ms []slacktest.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.AllText()
+	}
+	return out
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func waitRequests(t testing.TB, h *harness, n int) {
+	t.Helper()
+	ctx := h.ctx()
+	for len(h.ai.Requests()) < n {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("model got %d requests, want %d", len(h.ai.Requests()), n)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// waitQuestionAnswering waits until the model is asked for the answer to q,
+// after its tool step.
+func waitQuestionAnswering(t testing.TB, h *harness, q string) {
+	t.Helper()
+	ctx := h.ctx()
+	for {
+		for _, r := range h.ai.Requests() {
+			if r.question() == q && r.last().Role == "tool" {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("model never asked to answer %q", q)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func waitHealth(t testing.TB, h *harness, code int) {
+	t.Helper()
+	ctx := h.ctx()
+	for {
+		got, _ := h.healthz()
+		if got == code {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("healthz stayed %d, want %d", got, code)
+		case <-time.After(2 * time.Millisecond):
 		}
 	}
 }

@@ -254,7 +254,9 @@ func classify(err, cause error, timeout time.Duration) (outcome string, state se
 	case errors.As(cause, &stop):
 		return outcomeStopped, session.TurnStopped, ""
 	case errors.Is(cause, errShutdown):
-		return outcomeInterrupted, session.TurnInterrupted, "I was restarted before I could finish this answer; please ask again."
+		// Stored as failed, not interrupted: the thread is told to ask
+		// again, so nothing may resume this turn later.
+		return outcomeInterrupted, session.TurnFailed, "I was restarted before I could finish this answer; please ask again."
 	case errors.Is(cause, errTurnTimeout):
 		return outcomeTimeout, session.TurnFailed, fmt.Sprintf("This took longer than my limit of %s, so I stopped; a narrower question may work.", humanDuration(timeout))
 	case errors.Is(err, llm.ErrRateLimited):
