@@ -49,6 +49,7 @@ type Config struct {
 	ToolTimeout  time.Duration // BOT_TOOL_TIMEOUT
 	TurnTimeout  time.Duration // BOT_TURN_TIMEOUT
 	DrainTimeout time.Duration // BOT_DRAIN_TIMEOUT
+	Retention    time.Duration // BOT_RETENTION
 	Concurrency  int           // BOT_MAX_CONCURRENT
 	Followups    string        // BOT_FOLLOWUPS: all | mention
 	AllowChannel []string      // BOT_ALLOW_CHANNELS
@@ -101,6 +102,7 @@ var Settings = []Setting{
 	{"BOT_TOOL_TIMEOUT", "agent.tool_timeout", "30s", "Time limit for one tool call.", setDuration(func(c *Config) *time.Duration { return &c.ToolTimeout })},
 	{"BOT_TURN_TIMEOUT", "agent.turn_timeout", "10m", "Time limit for one whole answer.", setDuration(func(c *Config) *time.Duration { return &c.TurnTimeout })},
 	{"BOT_DRAIN_TIMEOUT", "drain_timeout", "60s", "On SIGTERM, how long running answers may take to finish.", setDuration(func(c *Config) *time.Duration { return &c.DrainTimeout })},
+	{"BOT_RETENTION", "retention", "720h", "Sessions idle longer than this are deleted (default 30 days).", setDuration(func(c *Config) *time.Duration { return &c.Retention })},
 	{"BOT_MAX_CONCURRENT", "slack.max_concurrent", "4", "Threads answered at the same time; more wait in a queue.", setInt(func(c *Config) *int { return &c.Concurrency }, 1, 256)},
 	{"BOT_FOLLOWUPS", "slack.followups", "all", "all: any reply in a thread the bot is in is a question; mention: only replies that mention it.", setEnum(func(c *Config) *string { return &c.Followups }, "all", "mention")},
 	{"BOT_ALLOW_CHANNELS", "slack.allow_channels", "", "Comma-separated channel IDs the bot answers in (DMs are D…); empty = everywhere it is invited.", setList(func(c *Config) *[]string { return &c.AllowChannel })},

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// testRepo is a small checkout with a README and a secret.
+func testRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"README.md":        "# Widget\n\nWidget turns sprockets into widgets.\n",
+		"retry/backoff.go": "package retry\n\n// Backoff doubles the wait.\nfunc Backoff(n int) int { return 1 << n }\n",
+		".env":             "SECRET=hunter2\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func envMap(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// fakeOpenAI answers chat completions from a script, one response per
+// request, and records every request body.
+type fakeOpenAI struct {
+	mu       sync.Mutex
+	script   []string // JSON of the assistant message: {"content":…} or {"tool_calls":[…]}
+	requests []map[string]any
+}
+
+func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test" {
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.requests = append(f.requests, body)
+	n := len(f.requests)
+	msg := `{"content":"out of script"}`
+	if n <= len(f.script) {
+		msg = f.script[n-1]
+	}
+	f.mu.Unlock()
+	var m map[string]any
+	_ = json.Unmarshal([]byte(msg), &m)
+	m["role"] = "assistant"
+	finish := "stop"
+	if _, ok := m["tool_calls"]; ok {
+		finish = "tool_calls"
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": fmt.Sprintf("c%d", n), "object": "chat.completion", "model": "m",
+		"choices": []any{map[string]any{"index": 0, "message": m, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110, "prompt_tokens_details": map[string]any{"cached_tokens": 64}},
+	})
+}
+
+func TestAskWithDemoModel(t *testing.T) {
+	repo := testRepo(t)
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"ask", "--repo", repo, "what is this?"}, envMap(nil), strings.NewReader(""), &out, &errOut)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+	}
+	got := out.String()
+	for _, want := range []string{`⏺ list_files {"path":"."}`, `⏺ read_file {"path":"README.md"}`, "demo model", "Widget turns sprockets into widgets", "OPENAI_API_KEY", "3 steps · 2 tool calls"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "\x1b[") {
+		t.Error("colours must be used only on a terminal")
+	}
+	if !strings.Contains(errOut.String(), "Using the demo model") {
+		t.Errorf("stderr lacks the demo notice: %s", errOut.String())
+	}
+}
+
+func TestAskWithModelServer(t *testing.T) {
+	repo := testRepo(t)
+	fake := &fakeOpenAI{script: []string{
+		`{"tool_calls":[{"id":"a","type":"function","function":{"name":"search_code","arguments":"{\"pattern\":\"Backoff\"}"}},{"id":"b","type":"function","function":{"name":"read_file","arguments":"{\"path\":\".env\"}"}}]}`,
+		`{"content":"Backoff doubles the wait: retry/backoff.go:3-4."}`,
+	}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_MODEL": "m", "OPENAI_STREAM": "false"})
+	var out, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"ask", "--repo", repo, "how", "does", "retry", "work?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+	}
+	got := out.String()
+	for _, want := range []string{"⏺ search_code", "✓ search_code", "✗ read_file", "retry/backoff.go:3-4", "200 tokens in (128 cached)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if len(fake.requests) != 2 {
+		t.Fatalf("requests = %d, want 2", len(fake.requests))
+	}
+	second, _ := json.Marshal(fake.requests[1]["messages"])
+	if !strings.Contains(string(second), "retry/backoff.go") || strings.Contains(string(second), "hunter2") {
+		t.Errorf("second request should carry the search result and never the secret: %s", second)
+	}
+	if !strings.Contains(string(second), "how does retry work?") {
+		t.Errorf("question missing from the request: %s", second)
+	}
+}
+
+func TestChatRemembers(t *testing.T) {
+	repo := testRepo(t)
+	fake := &fakeOpenAI{script: []string{`{"content":"It makes widgets."}`, `{"content":"Yes, from sprockets."}`}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_MODEL": "m", "OPENAI_STREAM": "false", "REPO_PATH": repo})
+	var out, errOut bytes.Buffer
+	stdin := strings.NewReader("what does it make?\nfrom what?\n/exit\n")
+	if err := run(t.Context(), []string{"chat"}, env, stdin, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "It makes widgets.") || !strings.Contains(out.String(), "Yes, from sprockets.") {
+		t.Errorf("answers missing:\n%s", out.String())
+	}
+	if len(fake.requests) != 2 {
+		t.Fatalf("requests = %d, want 2", len(fake.requests))
+	}
+	history, _ := json.Marshal(fake.requests[1]["messages"])
+	for _, want := range []string{"what does it make?", "It makes widgets.", "from what?"} {
+		if !strings.Contains(string(history), want) {
+			t.Errorf("follow-up request lacks %q: %s", want, history)
+		}
+	}
+}
+
+func TestClearErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{"missing repo", []string{"ask", "--repo", "/nonexistent/checkout", "q"}, nil, []string{`repository "/nonexistent/checkout" does not exist`, "--repo"}},
+		{"serve without tokens", []string{"serve"}, nil, []string{"SLACK_BOT_TOKEN and SLACK_APP_TOKEN not set", "bot ask"}},
+		{"serve with one token", nil, map[string]string{"SLACK_BOT_TOKEN": "xoxb-1"}, []string{"SLACK_APP_TOKEN not set"}},
+		{"bot token as app token", nil, map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xoxb-2-secret"}, []string{"SLACK_APP_TOKEN: want an app-level token starting with xapp-"}},
+		{"unreachable API", []string{"ask", "q"}, map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, []string{"127.0.0.1:1"}},
+		{"unknown command", []string{"frobnicate"}, nil, []string{`unknown command "frobnicate"`}},
+		{"ask without question", []string{"ask"}, nil, []string{"ask needs a question"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"REPO_PATH": testRepo(t)}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			var out, errOut bytes.Buffer
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			err := run(ctx, tt.args, envMap(env), strings.NewReader(""), &out, &errOut)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "sk-test") {
+				t.Errorf("error leaks a credential: %v", err)
+			}
+		})
+	}
+}
