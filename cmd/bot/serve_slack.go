@@ -109,4 +109,3 @@ func headCommit(ctx context.Context, dir string) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
-
