@@ -138,8 +138,13 @@ func TestFollowUps(t *testing.T) {
 			if !sawQ || !sawA {
 				t.Errorf("follow-up request lacks the earlier turn (question %v, answer %v): %+v", sawQ, sawA, followup.Messages)
 			}
-			if n := len(answers(h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))); n != 3 {
-				t.Errorf("thread has %d answers, want 3", n)
+			got := answers(h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
+			if len(got) != 3 {
+				t.Fatalf("thread has %d answers, want 3", len(got))
+			}
+			// The first answer's footer has no thread totals; later ones do.
+			if strings.Contains(got[0].AllText(), "thread:") || !strings.Contains(got[1].AllText(), "thread:") {
+				t.Errorf("footers %q: want thread totals from the second answer on", allTexts(got))
 			}
 		})
 	}
@@ -669,5 +674,65 @@ func waitHealth(t testing.TB, h *harness, code int) {
 			t.Fatalf("healthz stayed %d, want %d", got, code)
 		case <-time.After(2 * time.Millisecond):
 		}
+	}
+}
+
+func TestCosmeticFailuresDoNotFailTheTurn(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.slack.FailAlways("reactions.add", slacktest.SlackError("missing_scope"))
+	h.slack.FailAlways("reactions.remove", slacktest.HTTPError(http.StatusInternalServerError))
+	h.slack.FailAlways("assistant.threads.setStatus", slacktest.SlackError("missing_scope"))
+	root := h.mention("C1", "first?", "")
+	lines := h.waitTurns(1)
+	h.mention("C1", "second?", root)
+	lines = h.waitTurns(2)
+	for _, l := range lines {
+		if l["outcome"] != outcomeAnswered {
+			t.Errorf("turn outcome %v, want answered", l["outcome"])
+		}
+	}
+	if n := len(answers(h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))); n != 2 {
+		t.Errorf("%d answers, want 2", n)
+	}
+	// A refused setStatus is not asked again.
+	if n := len(h.slack.Calls("assistant.threads.setStatus")); n != 1 {
+		t.Errorf("setStatus called %d times, want 1 (refused for good the first time)", n)
+	}
+	m := h.metrics()
+	for _, want := range []string{
+		`askrepo_slack_api_errors_total{method="reactions.add"}`,
+		`askrepo_slack_api_errors_total{method="assistant.threads.setStatus"} 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(m, "slack_api"))
+		}
+	}
+}
+
+func TestTurnTimeout(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	h := newHarness(t, harnessOpts{
+		cfg: func(c *Config) { c.TurnTimeout = 200 * time.Millisecond },
+		script: func(r chatRequest) fakeReply {
+			rep := readThenAnswer(r)
+			if r.last().Role == "tool" {
+				rep.Wait = hold.c()
+			}
+			return rep
+		},
+	})
+	root := h.mention("C1", "slow", "")
+	lines := h.waitTurns(1)
+	if lines[0]["outcome"] != outcomeTimeout {
+		t.Fatalf("outcome %v, want %s", lines[0]["outcome"], outcomeTimeout)
+	}
+	msgs := h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+	last := msgs[len(msgs)-1].AllText()
+	if !strings.Contains(last, "longer than my limit") || !strings.Contains(last, lines[0]["ref"].(string)) {
+		t.Errorf("timeout message %q, want the limit and ref %v", last, lines[0]["ref"])
+	}
+	if stopValue(msgs[0]) != "" {
+		t.Error("Stop button left on the progress message after a timeout")
 	}
 }

@@ -305,9 +305,11 @@ func (b *Bot) refuse(ctx context.Context, in inbound) {
 }
 
 // background runs a short post off the intake goroutine; Run waits for it.
+// The post outlives the drain's final cut: it is what tells a thread that its
+// question will not be answered.
 func (b *Bot) background(f func(ctx context.Context)) {
 	b.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(b.turnCtx, time.Minute)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(b.turnCtx), 30*time.Second)
 		defer cancel()
 		f(ctx)
 	})
