@@ -736,3 +736,19 @@ func TestTurnTimeout(t *testing.T) {
 		t.Error("Stop button left on the progress message after a timeout")
 	}
 }
+
+func TestBareMentionGetsAHintNotAModelCall(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	root := h.slack.NextTS()
+	h.slack.SendEvent(slacktest.AppMention("C1", "U1", "<@UBOT>", root, ""))
+	msgs, err := h.slack.WaitMessages(h.ctx(), "C1", root, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msgs[0].Text, "Ask me a question") {
+		t.Errorf("reply to a bare mention = %q, want a hint", msgs[0].Text)
+	}
+	if n := len(h.ai.Requests()); n != 0 {
+		t.Errorf("model got %d requests for an empty question", n)
+	}
+}

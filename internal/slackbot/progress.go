@@ -22,7 +22,9 @@ type progress struct {
 	in     inbound
 	turnID string
 
-	// started and hitMaxSteps are written by the turn goroutine only.
+	// started and hitMaxSteps are the turn goroutine's: whether the store
+	// has the turn, and whether the agent was cut at its step limit (the
+	// answer then says so itself; the summary line records it).
 	started     bool
 	hitMaxSteps bool
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -161,6 +162,7 @@ func (b *Bot) runTurn(j *job) {
 		"completion_tokens", res.usage.CompletionTokens,
 		"duration_ms", time.Since(start).Milliseconds(),
 		"queued_ms", start.Sub(j.arrived).Milliseconds(),
+		"hit_max_steps", prog.hitMaxSteps,
 		"ref", res.ref,
 	)
 }
@@ -212,9 +214,7 @@ func (b *Bot) answer(ctx context.Context, in inbound, turnID string, prog *progr
 	return turn.Answer, commit, nil
 }
 
-func (b *Bot) postAnswer(ctx context.Context, in inbound, answer, commit string, res turnResult, took time.Duration, log interface {
-	Error(string, ...any)
-}) {
+func (b *Bot) postAnswer(ctx context.Context, in inbound, answer, commit string, res turnResult, took time.Duration, log *slog.Logger) {
 	f := Footer{
 		Steps:            res.steps,
 		ToolCalls:        res.toolCalls,
@@ -237,9 +237,7 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer, commit string,
 	}
 }
 
-func (b *Bot) postOut(ctx context.Context, in inbound, m Outgoing, log interface {
-	Error(string, ...any)
-}) {
+func (b *Bot) postOut(ctx context.Context, in inbound, m Outgoing, log *slog.Logger) {
 	if _, err := b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, m); err != nil {
 		log.Error("post to the thread", "err", err)
 	}
