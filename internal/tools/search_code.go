@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -160,9 +162,11 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 		return "", err
 	}
 	files := filterInclude(scope.files, args.Include)
+	readers, closeRoot := s.readers()
+	defer closeRoot()
 	job := searchJob{
 		files:        files,
-		open:         s.ws.Open,
+		reader:       readers,
 		matcher:      m,
 		contextLines: args.Context,
 		maxResults:   args.MaxResults,
@@ -175,6 +179,22 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 		return "", fmt.Errorf("search canceled: %w", ctx.Err())
 	}
 	return renderSearch(args, scope, res, s.opts, notes), nil
+}
+
+// readers returns how the job's workers read files: through a root on the
+// checkout opened for this search when the fast path is available (see
+// dirReader), else through Workspace.Open.
+func (s *SearchCode) readers() (newReader func() fileReader, closeRoot func()) {
+	var root *os.Root
+	real, err := filepath.EvalSymlinks(s.ws.Dir())
+	if err == nil {
+		root, _ = os.OpenRoot(real)
+	}
+	closeRoot = func() {}
+	if root != nil {
+		closeRoot = func() { root.Close() }
+	}
+	return func() fileReader { return newSearchReader(root, real, s.ws.Open) }, closeRoot
 }
 
 // searchScope is the set of files a search covers and how to describe it.

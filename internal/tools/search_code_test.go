@@ -328,3 +328,31 @@ func TestSearchCodeDefinition(t *testing.T) {
 		t.Fatalf("parameters are not valid JSON: %v", err)
 	}
 }
+
+// TestSearchCodeSymlinks covers the fast reader's hand-over to
+// Workspace.Open: a link to a secret is never read, a link to a directory
+// is not entered, a link to a file inside is searched under its own name.
+func TestSearchCodeSymlinks(t *testing.T) {
+	dir := searchFixture(t)
+	wsSymlink(t, ".env", dir+"/notes.txt")
+	wsSymlink(t, "lib", dir+"/alias")
+	wsSymlink(t, "main.go", dir+"/link.go")
+	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), SearchCodeOptions{})
+	tests := []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"pattern": "TOKEN"}, "No matches"},
+		{map[string]any{"pattern": "^package lib", "include": "*.go"}, "2 matches in 2 files\n\nlib/util.go:1: package lib\nlib/util_test.go:1: package lib\n"},
+		{map[string]any{"pattern": "package main"}, "2 matches in 2 files\nSkipped 1 binary file and 1 file over 2 MB.\n\nlink.go:1: package main\nmain.go:1: package main\n"},
+	}
+	for _, tt := range tests {
+		out, err := runSearch(t, s, tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out, tt.want) {
+			t.Errorf("search %v:\n%s\nwant it to start with:\n%s", tt.args, out, tt.want)
+		}
+	}
+}

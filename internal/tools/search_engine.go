@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -40,6 +37,9 @@ type searchMatcher struct {
 	// anchor is the index in lit.text of the byte a case-insensitive scan
 	// looks for first: the rarest one, so few false starts are checked.
 	anchor int
+	// class is the prefilter for patterns without a literal.
+	class    classSeq
+	hasClass bool
 }
 
 // errPatternSyntax marks a pattern the regexp package rejected.
@@ -66,9 +66,13 @@ func compileSearch(pattern string, literal, ignoreCase bool) (*searchMatcher, er
 		return nil, fmt.Errorf("%w: %w", errPatternSyntax, err)
 	}
 	m := &searchMatcher{re: re}
-	m.lit, m.hasLit = extractLiteral(tree.Simplify())
+	simple := tree.Simplify()
+	m.lit, m.hasLit = extractLiteral(simple)
 	if m.hasLit && m.lit.fold {
 		m.anchor = rarestByte(m.lit.text)
+	}
+	if !m.hasLit {
+		m.class, m.hasClass = extractClassSeq(simple)
 	}
 	return m, nil
 }
@@ -83,7 +87,7 @@ type matchLine struct {
 // until fn returns false. The pattern is matched against each line on its
 // own, as grep does: a match never includes a newline.
 func (m *searchMatcher) eachLine(buf []byte, fn func(matchLine) bool) {
-	if m.hasLit {
+	if m.hasLit || m.hasClass {
 		m.eachLiteralLine(buf, fn)
 		return
 	}
@@ -119,8 +123,9 @@ func (m *searchMatcher) eachLine(buf []byte, fn func(matchLine) bool) {
 	}
 }
 
-// eachLiteralLine finds the required literal with a SIMD byte search and runs
-// the regexp only on the lines that contain it.
+// eachLiteralLine finds the required literal with a SIMD byte search (or the
+// required class run with a byte table) and runs the regexp only on the
+// lines that contain it.
 func (m *searchMatcher) eachLiteralLine(buf []byte, fn func(matchLine) bool) {
 	var ff foldFinder
 	if m.lit.fold {
@@ -128,10 +133,15 @@ func (m *searchMatcher) eachLiteralLine(buf []byte, fn func(matchLine) bool) {
 	}
 	for pos := 0; pos < len(buf); {
 		var h int
-		if m.lit.fold {
+		switch {
+		case m.hasClass:
+			h = m.class.next(buf, pos)
+		case m.lit.fold:
 			h = ff.next(pos)
-		} else if h = bytes.Index(buf[pos:], m.lit.text); h >= 0 {
-			h += pos
+		default:
+			if h = bytes.Index(buf[pos:], m.lit.text); h >= 0 {
+				h += pos
+			}
 		}
 		if h < 0 {
 			return
@@ -139,11 +149,15 @@ func (m *searchMatcher) eachLiteralLine(buf []byte, fn func(matchLine) bool) {
 		ls := bytes.LastIndexByte(buf[:h], '\n') + 1
 		le := lineEnd(buf, h)
 		at, keep := h, true
-		if !m.lit.whole {
-			loc := m.re.FindIndex(buf[ls:le])
-			keep = loc != nil
-			if keep {
+		if m.hasClass || !m.lit.whole {
+			// Match is cheaper than FindIndex; where the match starts
+			// only matters for cutting a long line around it.
+			if le-ls <= maxSearchLineLen {
+				keep = m.re.Match(buf[ls:le])
+			} else if loc := m.re.FindIndex(buf[ls:le]); loc != nil {
 				at = ls + loc[0]
+			} else {
+				keep = false
 			}
 		}
 		if keep && !fn(matchLine{start: ls, end: le, at: at}) {
@@ -238,22 +252,17 @@ func equalFoldASCII(s, lit []byte) bool {
 	return true
 }
 
-// byteCommonness ranks bytes from most to least common in source code, a
-// rough order good enough to pick an anchor: a rarer anchor means fewer
-// candidate positions to verify.
-const byteCommonness = " etainosrlcdupmhfg\n\t.()_,=;\"by/:xv*{}w-k0'1[]>&<2q#j3z$5!4896|7+%\\?`@~^"
-
+// rarestByte picks the byte of a lower-case literal whose two case forms
+// together are least frequent (see byteFreq): fewer false starts to check.
 func rarestByte(lit []byte) int {
-	rank := func(c byte) int {
-		if i := strings.IndexByte(byteCommonness, c); i >= 0 {
-			return i
-		}
-		return len(byteCommonness)
-	}
-	best, bestRank := 0, -1
+	best, bestFreq := 0, -1
 	for i, c := range lit {
-		if r := rank(c); r > bestRank {
-			best, bestRank = i, r
+		f := int(byteFreq[c])
+		if 'a' <= c && c <= 'z' {
+			f += int(byteFreq[c-'a'+'A'])
+		}
+		if bestFreq < 0 || f < bestFreq {
+			best, bestFreq = i, f
 		}
 	}
 	return best
@@ -281,6 +290,7 @@ const (
 	skipBinary
 	skipHuge
 	skipUnreadable
+	skipSilently
 )
 
 // collectFile finds the matching lines of buf, counting all of them and
@@ -385,8 +395,9 @@ func toValidUTF8(b []byte) string {
 
 // searchJob is one search over a list of files.
 type searchJob struct {
-	files        []string // searched in this order, which is also output order
-	open         func(rel string) (*os.File, fs.FileInfo, error)
+	files []string // searched in this order, which is also output order
+	// reader makes one fileReader per worker.
+	reader       func() fileReader
 	matcher      *searchMatcher
 	contextLines int
 	maxResults   int
@@ -426,6 +437,8 @@ func (j *searchJob) run(ctx context.Context) searchResult {
 	var wg sync.WaitGroup
 	for range max(1, j.workers) {
 		wg.Go(func() {
+			r := j.reader()
+			defer r.close()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(j.files) || ctx.Err() != nil || j.expired() {
@@ -435,7 +448,7 @@ func (j *searchJob) run(ctx context.Context) searchResult {
 				if int64(i) > cutoff.Load() {
 					limit = 0
 				}
-				h := j.searchFile(j.files[i], limit)
+				h := j.searchFile(r, j.files[i], limit)
 				searched.Add(1)
 				mu.Lock()
 				res.hits[i] = h
@@ -456,10 +469,10 @@ func (j *searchJob) run(ctx context.Context) searchResult {
 	return res
 }
 
-func (j *searchJob) searchFile(rel string, limit int) fileHits {
+func (j *searchJob) searchFile(r fileReader, rel string, limit int) fileHits {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	buf, skip := j.read(rel, (*bp)[:0])
+	buf, skip := r.read(rel, (*bp)[:0], j.maxFileSize)
 	*bp = buf[:0]
 	if skip != notSkipped {
 		return fileHits{done: true, skip: skip}
@@ -470,36 +483,4 @@ func (j *searchJob) searchFile(rel string, limit int) fileHits {
 	h := j.matcher.collectFile(buf, j.contextLines, limit)
 	h.done = true
 	return h
-}
-
-// read reads a whole file into buf, growing it as needed, like os.ReadFile
-// but without allocating a new buffer per file.
-func (j *searchJob) read(rel string, buf []byte) ([]byte, skipKind) {
-	f, info, err := j.open(rel)
-	if err != nil {
-		return buf, skipUnreadable
-	}
-	defer f.Close()
-	if info.Size() > j.maxFileSize {
-		return buf, skipHuge
-	}
-	if want := int(info.Size()) + 1; cap(buf) < want {
-		buf = make([]byte, 0, want)
-	}
-	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, notSkipped
-		}
-		if err != nil {
-			return buf, skipUnreadable
-		}
-		if int64(len(buf)) > j.maxFileSize {
-			return buf, skipHuge // it grew while we read it
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
 }

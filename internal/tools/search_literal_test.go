@@ -122,7 +122,7 @@ func TestSearchMatchesPlainRegexp(t *testing.T) {
 	patterns := []string{
 		`ab`, `abc`, `Error\(`, `\w+Error\(`, `a.c`, `a\sb`, `a[^x]b`, `^ab`, `ab$`, `^$`, `x*`,
 		`\bab\b`, `a\nb`, `(ab)+c`, `(?:ab|abc)d`, `[A-Z][a-z]+[0-9]{2,}`, `k`, `sk`, `ks\w`,
-		`e\x{FFFD}`, `\x{FFFD}`, `é`, `ÉA`, `\r`, `b\r$`, `.`, `(a|b)c+`, `S.K`, `Ab[Cc]`, `\s+$`,
+		`e\x{FFFD}`, `\x{FFFD}`, `[0-9][0-9]`, `\d\d+x`, `[xy]z+[0-9]{2}`, `(?i)k[0-9]{2}`, `[a-c]1[2-3]+`, `\s\d\d`, `é`, `ÉA`, `\r`, `b\r$`, `.`, `(a|b)c+`, `S.K`, `Ab[Cc]`, `\s+$`,
 	}
 	alphabet := []string{"a", "b", "c", "A", "B", "C", "k", "K", "\u212a", "s", "S", "\u017f", "E", "e", "é", "É",
 		"rror(", "Error(", "x", "1", "23", " ", "\t", "\n", "\n", "\r\n", "\xff", "\xc3", "_"}

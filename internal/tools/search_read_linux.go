@@ -1,0 +1,126 @@
+package tools
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"syscall"
+)
+
+// Workspace.Open walks every path through the os.Root one component at a
+// time and then asks /proc where the file really is: about fifteen system
+// calls per file, two thirds of a whole-repository search. dirReader keeps
+// the same guarantees for the common case with about five: it opens each
+// directory once through an os.Root on the checkout, checks through /proc
+// that the directory is where the listing says (no symlinked component),
+// then opens plain names in it with O_NOFOLLOW. Anything else (a symlink,
+// a directory reached through one, an error) goes to Workspace.Open, which
+// applies every check and decides.
+//
+// Deny-listing is not repeated here: the files come from Workspace.Files,
+// which drops denied paths, or were already opened once through
+// Workspace.Open, and the checks above make sure the file read is the one
+// at exactly that path.
+type dirReader struct {
+	root     *os.Root
+	real     string // the checkout with symlinks resolved, as /proc reports it
+	fallback openReader
+
+	dir   string // the open directory, relative; "" for none
+	dirFD int    // -1 when dir must go through fallback
+	dirF  *os.File
+}
+
+// newSearchReader returns a reader for one worker. ok is false when the
+// fast path cannot be used here (no /proc): then Workspace.Open is used.
+func newSearchReader(root *os.Root, real string, open func(string) (*os.File, fs.FileInfo, error)) fileReader {
+	if root == nil {
+		return openReader{open: open}
+	}
+	return &dirReader{root: root, real: real, fallback: openReader{open: open}, dirFD: -1}
+}
+
+func (r *dirReader) close() {
+	if r.dirF != nil {
+		r.dirF.Close()
+		r.dirF = nil
+	}
+}
+
+func (r *dirReader) switchDir(dir string) {
+	r.close()
+	r.dir, r.dirFD = dir, -1
+	name := dir
+	if name == "" {
+		name = "."
+	}
+	f, err := r.root.Open(name)
+	if err != nil {
+		return
+	}
+	r.dirF = f
+	want := r.real
+	if dir != "" {
+		want += "/" + dir
+	}
+	fd := int(f.Fd())
+	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && target == want {
+		r.dirFD = fd
+	}
+}
+
+func (r *dirReader) read(rel string, buf []byte, maxSize int64) ([]byte, skipKind) {
+	dir, name := path.Split(rel)
+	if len(dir) > 0 {
+		dir = dir[:len(dir)-1]
+	}
+	if dir != r.dir || r.dirF == nil {
+		r.switchDir(dir)
+	}
+	if r.dirFD < 0 || name == "" {
+		return r.fallback.read(rel, buf, maxSize)
+	}
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Openat(r.dirFD, name, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		// ELOOP: a symlink, which Open follows inside the checkout and
+		// checks against the deny-list. Other errors: Open explains.
+		return r.fallback.read(rel, buf, maxSize)
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return buf, skipUnreadable
+	}
+	if st.Size > maxSize {
+		return buf, skipHuge
+	}
+	return readAll(fdReader(fd), buf, st.Size, maxSize)
+}
+
+// fdReader reads a raw descriptor, without the poller registration an
+// os.File made by os.NewFile would attempt.
+type fdReader int
+
+func (fd fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(int(fd), p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
