@@ -1,0 +1,106 @@
+// Command searchbench runs the search_code or list_files tool over a
+// checkout the way the bot does (one Workspace, the real tool, JSON
+// arguments) for a number of iterations, and reports the time per call. It
+// exists to compare the in-process tools with ripgrep and git; see
+// bench/search_vs_rg.sh.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "searchbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("searchbench", flag.ContinueOnError)
+	dir := fs.String("dir", ".", "checkout to search")
+	n := fs.Int("n", 1, "iterations")
+	mode := fs.String("mode", "search", "search (search_code), list (list_files recursive) or files (Workspace.Files)")
+	input := fs.String("args", `{}`, "tool arguments as JSON, e.g. {\"pattern\": \"foo\"}")
+	cache := fs.Bool("cache", false, "reuse the Workspace's file list between iterations, as the bot does")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	opts := tools.WorkspaceOptions{}
+	if !*cache {
+		opts.FilesTTL = -1 // every iteration lists the files afresh, like an rg run
+	}
+	ws, err := tools.NewWorkspace(*dir, opts)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	var tool tools.Tool
+	switch *mode {
+	case "search":
+		tool = tools.NewSearchCode(ws, tools.SearchCodeOptions{})
+	case "list":
+		tool = tools.NewListFiles(ws)
+	case "files":
+	default:
+		return fmt.Errorf("unknown -mode %q", *mode)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var times []time.Duration
+	var summary string
+	for range *n {
+		start := time.Now()
+		if tool == nil {
+			files, err := ws.Files(ctx)
+			if err != nil {
+				return err
+			}
+			summary = fmt.Sprintf("%d files", len(files))
+		} else {
+			out, err := tool.Run(ctx, json.RawMessage(*input))
+			if err != nil {
+				return err
+			}
+			summary, _, _ = strings.Cut(out, "\n")
+			if *mode == "list" {
+				summary = fmt.Sprintf("%d lines", strings.Count(out, "\n"))
+			}
+		}
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	var sum time.Duration
+	for _, t := range times {
+		sum += t
+	}
+	fmt.Println(summary)
+	fmt.Fprintf(os.Stderr, "%d runs: min %.1f ms, median %.1f ms, mean %.1f ms\n", len(times),
+		ms(times[0]), ms(times[len(times)/2]), ms(sum/time.Duration(len(times))))
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
