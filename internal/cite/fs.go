@@ -1,0 +1,94 @@
+package cite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// FSChecker is a Checker over a plain directory, for checkouts that are not
+// git repositories. It opens files through an os.Root, so a path or a
+// symlink that leads outside the directory is refused (reported as missing:
+// it is not part of the repository), and it hides .git. Safe for concurrent
+// use; Close it when done.
+type FSChecker struct {
+	root *os.Root
+}
+
+var _ Checker = (*FSChecker)(nil)
+
+// NewFSChecker opens dir.
+func NewFSChecker(dir string) (*FSChecker, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("fs checker: %w", err)
+	}
+	return &FSChecker{root: root}, nil
+}
+
+// Close releases the directory.
+func (f *FSChecker) Close() error { return f.root.Close() }
+
+// Lines counts the lines of path under the directory.
+func (f *FSChecker) Lines(ctx context.Context, path string) (int, error) {
+	if !fs.ValidPath(path) || path == "." || strings.ContainsFunc(path, isControl) {
+		return 0, &fs.PathError{Op: "lines", Path: path, Err: ErrInvalidPath}
+	}
+	if path == ".git" || strings.HasPrefix(path, ".git/") {
+		return 0, &fs.PathError{Op: "lines", Path: path, Err: fs.ErrNotExist}
+	}
+	file, err := f.root.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, &fs.PathError{Op: "lines", Path: path, Err: fs.ErrNotExist}
+		}
+		// A file in place of a directory, a symlink loop, and os.Root's
+		// refusal of a symlink out of the directory (the one error here that
+		// is not an errno) all mean the path is not a file of the
+		// repository. Other errnos (EIO, EACCES) are real failures.
+		var pe *fs.PathError
+		var errno syscall.Errno
+		if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP) ||
+			errors.As(err, &pe) && !errors.As(err, &errno) {
+			return 0, &fs.PathError{Op: "lines", Path: path, Err: fmt.Errorf("%w: %w", err, fs.ErrNotExist)}
+		}
+		return 0, fmt.Errorf("lines %s: %w", path, err)
+	}
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("lines %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return 0, &fs.PathError{Op: "lines", Path: path, Err: ErrIsDir}
+	}
+	if !st.Mode().IsRegular() {
+		return 0, &fs.PathError{Op: "lines", Path: path, Err: fs.ErrNotExist}
+	}
+	n, last, err := countLines(ctxReader{ctx, file})
+	if err != nil {
+		return 0, fmt.Errorf("lines %s: %w", path, err)
+	}
+	if last != '\n' && last != 0 {
+		n++
+	}
+	return n, nil
+}
+
+// ctxReader stops a long read when ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
