@@ -1,0 +1,261 @@
+package repos
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// auth is how one remote is reached. Its secrets live only in the
+// environment of the git processes that talk to the remote (never in argv,
+// which any local user can read in the process list, and never in a config
+// file the model could be shown), and every text leaving this package is
+// scrubbed of them.
+type auth struct {
+	config  [][2]string // git config for network calls (the auth header)
+	env     []string    // KEY=VALUE entries for network calls (GIT_SSH_COMMAND)
+	secrets []string    // exact strings to scrub from output
+}
+
+// cleanRemote splits a configured URL into the remote stored in the clone
+// (no password, and for http no user either: it goes into the header) and
+// the user and password it carried.
+func cleanRemote(raw string) (remote, user, password string) {
+	if urlKind(raw) != "http" {
+		if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				u.User = url.User(u.User.Username())
+				return u.String(), "", ""
+			}
+		}
+		return raw, "", ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw, "", ""
+	}
+	user = u.User.Username()
+	password, _ = u.User.Password()
+	u.User = nil
+	return u.String(), user, password
+}
+
+// redactURL is raw fit for a message: a password in it is replaced.
+func redactURL(raw string) string { return userinfoRE.ReplaceAllString(raw, "${1}:[redacted]@") }
+
+var userinfoRE = regexp.MustCompile(`(://[^/\s:@]*):[^/\s@]*@`)
+
+// newAuth gathers the credentials of a url spec from the environment. A
+// named variable that is unset, or a key file that is missing, is an error
+// at start: the deployment is wrong, and waiting will not fix it.
+func newAuth(s Spec, env func(string) (string, bool)) (auth, error) {
+	var a auth
+	remote, user, password := cleanRemote(s.URL)
+	switch urlKind(s.URL) {
+	case "http":
+		token := password
+		if s.TokenEnv != "" {
+			v, ok := env(s.TokenEnv)
+			if !ok || strings.TrimSpace(v) == "" {
+				return a, fmt.Errorf("token_env: the environment variable %s is not set; set it to a token with read access to the repository", s.TokenEnv)
+			}
+			token = strings.TrimSpace(v)
+		}
+		if token == "" {
+			return a, nil
+		}
+		if user == "" {
+			// GitHub's documented user for installation and fine-grained
+			// tokens; GitLab and Gitea accept any user with a token.
+			user = "x-access-token"
+		}
+		cred := base64.StdEncoding.EncodeToString([]byte(user + ":" + token))
+		u, _ := url.Parse(remote)
+		// Scoped to the remote's origin, so a redirect to another host
+		// does not carry the header along.
+		key := "http." + u.Scheme + "://" + u.Host + "/.extraHeader"
+		a.config = [][2]string{{key, "Authorization: Basic " + cred}}
+		a.secrets = []string{token, cred}
+		if password != "" {
+			a.secrets = append(a.secrets, url.QueryEscape(password), url.PathEscape(password))
+		}
+	case "ssh":
+		key := s.SSHKey
+		if s.SSHKeyEnv != "" {
+			v, ok := env(s.SSHKeyEnv)
+			if !ok || strings.TrimSpace(v) == "" {
+				return a, fmt.Errorf("ssh_key_env: the environment variable %s is not set; set it to the path of the deploy key", s.SSHKeyEnv)
+			}
+			key = strings.TrimSpace(v)
+		}
+		cmd := "ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new"
+		if key != "" {
+			if fi, err := os.Stat(key); err != nil || !fi.Mode().IsRegular() {
+				return a, fmt.Errorf("ssh key %s: not a readable file; mount the deploy key there", key)
+			}
+			cmd += " -i " + shellQuote(key) + " -o IdentitiesOnly=yes"
+		}
+		a.env = []string{"GIT_SSH_COMMAND=" + cmd}
+	}
+	return a, nil
+}
+
+// scrub removes a's secrets and any password in a URL from s.
+func (a auth) scrub(s string) string {
+	for _, sec := range a.secrets {
+		if len(sec) >= 4 {
+			s = strings.ReplaceAll(s, sec, "[redacted]")
+		}
+	}
+	return redactURL(s)
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// hardening is git configuration for every call, given on the command
+// line's level (GIT_CONFIG_*), which repository config cannot override
+// for these keys: no hooks, no credential helper of the host, no fsmonitor
+// program, and only the transports a remote may use (no ext::, which runs
+// commands).
+var hardening = [][2]string{
+	{"core.hooksPath", os.DevNull},
+	{"credential.helper", ""},
+	{"core.fsmonitor", "false"},
+	{"protocol.allow", "never"},
+	{"protocol.https.allow", "always"},
+	{"protocol.http.allow", "always"},
+	{"protocol.ssh.allow", "always"},
+	{"protocol.file.allow", "always"},
+	{"gc.autoDetach", "false"},
+}
+
+// configEnv appends GIT_CONFIG_COUNT and GIT_CONFIG_KEY_n/VALUE_n entries
+// for kvs to env, which must hold no GIT_CONFIG_ entries yet.
+func configEnv(env []string, kvs ...[2]string) []string {
+	for i, kv := range kvs {
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
+	}
+	return append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(kvs)))
+}
+
+// keptGitEnv are the GIT_ variables of the service's environment that git
+// may still see: where git lives and which CAs to trust. Everything else
+// GIT_ (a GIT_DIR, a GIT_SSH, traces that would print headers, inherited
+// GIT_CONFIG_*) is dropped.
+var keptGitEnv = []string{"GIT_EXEC_PATH", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH"}
+
+// gitEnv is the environment of every git call: the service's, minus git's
+// own variables and askpass programs, plus the hardening and extra.
+func gitEnv(extraConfig [][2]string, extraEnv []string) []string {
+	env := make([]string, 0, 64)
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "SSH_ASKPASS" || (strings.HasPrefix(name, "GIT_") && !slices.Contains(keptGitEnv, name)) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_OPTIONAL_LOCKS=0")
+	env = configEnv(env, append(append([][2]string(nil), hardening...), extraConfig...)...)
+	return append(env, extraEnv...)
+}
+
+// gitCall is one git invocation.
+type gitCall struct {
+	dir     string      // working directory; "" = the current one
+	config  [][2]string // extra config for this call (safe.directory)
+	auth    *auth       // credentials, for calls that reach the remote
+	timeout time.Duration
+}
+
+// maxGitOutput caps what is kept of git's stdout and stderr; the calls
+// here print a SHA or a few lines of progress.
+const maxGitOutput = 64 << 10
+
+// run runs git with args and returns its trimmed stdout. The error names
+// the subcommand and carries the end of stderr, scrubbed of credentials;
+// a timeout says so.
+func (c gitCall) run(ctx context.Context, args ...string) (string, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	a := auth{}
+	if c.auth != nil {
+		a = *c.auth
+	}
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = c.dir
+	cmd.Env = gitEnv(append(append([][2]string(nil), c.config...), a.config...), a.env)
+	// git hands the network to helpers (git-remote-https, ssh) that may
+	// keep the pipes open after git itself is killed.
+	cmd.WaitDelay = 2 * time.Second
+	var stdout, stderr capped
+	stdout.max, stderr.max = maxGitOutput, maxGitOutput
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err == nil {
+		return strings.TrimSpace(stdout.String()), nil
+	}
+	sub := args[0]
+	for i := 0; i+1 < len(args) && strings.HasPrefix(args[i], "-"); i++ {
+		sub = args[i+1]
+	}
+	if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && c.timeout > 0 {
+			return "", fmt.Errorf("git %s: no answer within %s: %w", sub, c.timeout, ctx.Err())
+		}
+		return "", fmt.Errorf("git %s: %w", sub, ctx.Err())
+	}
+	msg := a.scrub(lastLines(stderr.String(), 4))
+	if msg == "" {
+		msg = err.Error()
+	}
+	return "", fmt.Errorf("git %s: %s", sub, msg)
+}
+
+// lastLines keeps the last n non-empty lines of s, joined by "; ": git's
+// verdict ("fatal: …") comes last, after progress.
+func lastLines(s string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := strings.Join(lines, "; ")
+	if len(out) > 1000 {
+		out = out[:1000] + "…"
+	}
+	return out
+}
+
+// capped is a buffer that keeps the first max bytes and drops the rest.
+type capped struct {
+	bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.Len(); room > 0 {
+		if len(p) > room {
+			c.Buffer.Write(p[:room])
+		} else {
+			c.Buffer.Write(p)
+		}
+	}
+	return len(p), nil
+}
