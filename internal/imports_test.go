@@ -1,0 +1,59 @@
+// Package internal_test keeps the architecture true: each dependency on the
+// outside world has one home, and the bottom packages stay at the bottom.
+package internal_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestImportRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-test=false", "-f", "{{.ImportPath}}:{{join .Imports \",\"}}", "github.com/askrepo/askrepo/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const mod = "github.com/askrepo/askrepo/"
+	imports := map[string][]string{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		pkg, deps, _ := strings.Cut(line, ":")
+		if strings.HasPrefix(pkg, mod) {
+			imports[strings.TrimPrefix(pkg, mod)] = strings.Split(deps, ",")
+		}
+	}
+	rules := []struct {
+		name    string
+		forbids func(pkg, dep string) bool
+	}{
+		{"only internal/llm imports go-openai", func(pkg, dep string) bool {
+			return strings.HasPrefix(dep, "github.com/sashabaranov/go-openai") && pkg != "internal/llm"
+		}},
+		{"only internal/slackbot imports slack-go", func(pkg, dep string) bool {
+			return strings.HasPrefix(dep, "github.com/slack-go/slack") && !strings.HasPrefix(pkg, "internal/slackbot")
+		}},
+		{"internal/tools imports no other internal package", func(pkg, dep string) bool {
+			return pkg == "internal/tools" && strings.HasPrefix(dep, mod+"internal/")
+		}},
+		{"internal/llm imports no other internal package", func(pkg, dep string) bool {
+			return pkg == "internal/llm" && strings.HasPrefix(dep, mod+"internal/")
+		}},
+		{"internal/config imports no other internal package", func(pkg, dep string) bool {
+			return pkg == "internal/config" && strings.HasPrefix(dep, mod+"internal/")
+		}},
+		{"internal/cite imports no other internal package", func(pkg, dep string) bool {
+			return pkg == "internal/cite" && strings.HasPrefix(dep, mod+"internal/")
+		}},
+	}
+	if len(imports) < 5 {
+		t.Fatalf("go list found only %d packages: %v", len(imports), imports)
+	}
+	for _, r := range rules {
+		for pkg, deps := range imports {
+			for _, dep := range deps {
+				if r.forbids(pkg, dep) {
+					t.Errorf("%s: %s imports %s", r.name, pkg, dep)
+				}
+			}
+		}
+	}
+}
