@@ -44,8 +44,12 @@ echo "tree: $(go env GOROOT)/src ($(go version | cut -d' ' -f3)), $(git -C "$tre
 
 # rg searches what search_code searches: .gitignore honoured (rg does so by
 # default), hidden files included (git lists them), .git itself left out,
-# files over 2 MB skipped. Both count matching lines.
-rg=(rg --hidden -g '!.git' --max-filesize 2M)
+# the Workspace's default deny-list (tools.DefaultDeny: keys, certificates,
+# .env) left out, files over 2 MB skipped. Both count matching lines.
+deny=(-g '!.env' -g '!.env.*' -g '!*.pem' -g '!*.key' -g '!*.p12' -g '!*.pfx' -g '!id_rsa*' -g '!id_dsa*'
+	-g '!id_ecdsa*' -g '!id_ed25519*' -g '!.netrc' -g '!.npmrc' -g '!.pypirc' -g '!.pgpass' -g '!.git-credentials'
+	-g '!credentials*.json')
+rg=(rg --hidden -g '!.git' "${deny[@]}" --max-filesize 2M)
 sb="$work/searchbench -dir $tree"
 
 compare() { # name, rg args..., -- search_code JSON
@@ -76,14 +80,15 @@ compare ignore-case -i -F parseerror -- '{"pattern": "parseerror", "literal": tr
 
 echo
 echo "## listing: git ls-files  vs  Workspace.Files and list_files recursive"
-echo "git ls-files:               $(git -C "$tree" ls-files | wc -l) files"
+echo "git ls-files:               $(git -C "$tree" ls-files | wc -l) files (before the deny-list)"
+echo "rg --files:                 $(rg --files --hidden -g '!.git' "${deny[@]}" "$tree" | wc -l) files (deny-list applied)"
 echo "Workspace.Files:            $($sb -mode files 2>/dev/null)"
 echo "list_files recursive:       $($sb -mode list -args '{"recursive": true}' 2>/dev/null)"
 echo -n "Workspace.Files in-process, uncached: "
 $sb -mode files -n "$RUNS" 2>&1 >/dev/null
 hyperfine -N -w "$WARMUP" -r "$RUNS" --export-markdown "$work/list.md" \
 	-n "git ls-files" "git -C $tree ls-files" \
-	-n "rg --files" "rg --files --hidden -g !.git $tree" \
+	-n "rg --files" "$(printf '%q ' rg --files --hidden -g '!.git' "${deny[@]}" "$tree")" \
 	-n Workspace.Files "$sb -mode files" \
 	-n "list_files recursive" "$sb -mode list -args $(printf '%q' '{"recursive": true}')" >/dev/null
 tail -n +3 "$work/list.md"

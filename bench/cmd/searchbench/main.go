@@ -36,6 +36,7 @@ func run(ctx context.Context, args []string) error {
 	mode := fs.String("mode", "search", "search (search_code), list (list_files recursive) or files (Workspace.Files)")
 	input := fs.String("args", `{}`, "tool arguments as JSON, e.g. {\"pattern\": \"foo\"}")
 	cache := fs.Bool("cache", false, "reuse the Workspace's file list between iterations, as the bot does")
+	workers := fs.Int("workers", 0, "search_code workers (0: GOMAXPROCS)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string) error {
 	var tool tools.Tool
 	switch *mode {
 	case "search":
-		tool = tools.NewSearchCode(ws, tools.SearchCodeOptions{})
+		tool = tools.NewSearchCode(ws, tools.SearchCodeOptions{Workers: *workers})
 	case "list":
 		tool = tools.NewListFiles(ws)
 	case "files":
