@@ -127,7 +127,6 @@ func tableLines(lines []string, fenced []bool) []bool {
 
 var (
 	autolinkRE = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]*>`)
-	urlRE      = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s<>]*`)
 	// linesRE is a line range written in words after a path:
 	// "path lines 10-20", "path, line 12", "path (lines 10–20)", "path L12".
 	linesRE = regexp.MustCompile(`^(,?[ \t]+(\()?)(?:[Ll]ines?[ \t]+|L)(\d{1,9})(?:[ \t]*(?:-|–|to)[ \t]*L?(\d{1,9}))?`)
@@ -150,7 +149,7 @@ func scanLine(out []Citation, line string, base int, table bool) []Citation {
 				continue
 			}
 			end := j + n
-			if r, ok := parseRef(strings.TrimSpace(line[i+n:j])); ok && r.rest == "" {
+			if r, ok := parseRef(strings.TrimSpace(line[i+n : j])); ok && r.rest == "" {
 				if r.start == 0 {
 					r, end = withLines(r, line, end)
 				}
@@ -172,7 +171,7 @@ func scanLine(out []Citation, line string, base int, table bool) []Citation {
 			}
 			i += n
 		case c == '<':
-			if m := autolinkRE.FindStringIndex(line[i:]); m != nil {
+			if m := autolinkRE.FindStringIndex(line[i:min(len(line), i+2048)]); m != nil {
 				i += m[1]
 			} else {
 				i++
@@ -183,11 +182,15 @@ func scanLine(out []Citation, line string, base int, table bool) []Citation {
 				i += size
 				continue
 			}
-			if m := urlRE.FindStringIndex(line[i:]); m != nil {
-				i += m[1]
+			if n := urlLen(line[i:]); n > 0 {
+				i += n
 				continue
 			}
 			run := takeRun(line[i:])
+			if !strings.ContainsAny(run, "./:#") { // a plain word, most of prose
+				i += len(run)
+				continue
+			}
 			if r, lead, ok := plainRef(run); ok {
 				end := i + len(run) - len(r.rest)
 				if r.start == 0 && r.rest == "" {
@@ -203,21 +206,41 @@ func scanLine(out []Citation, line string, base int, table bool) []Citation {
 	return out
 }
 
+// urlLen is the length of the URL at the start of s (scheme://… up to the
+// next space or angle bracket), 0 if there is none.
+func urlLen(s string) int {
+	i := 0
+	for i < len(s) && i <= 32 && (isLetter(s[i]) || i > 0 && (isDigit(s[i]) || s[i] == '+' || s[i] == '.' || s[i] == '-')) {
+		i++
+	}
+	if i == 0 || !strings.HasPrefix(s[i:], "://") {
+		return 0
+	}
+	if j := strings.IndexAny(s[i:], " \t<>"); j >= 0 {
+		return i + j
+	}
+	return len(s)
+}
+
+func isLetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
+
 // withLines extends a bare path ending at end with a line range written in
 // words after it, if there is one.
 func withLines(r ref, line string, end int) (ref, int) {
-	m := linesRE.FindStringSubmatchIndex(line[end:])
+	// The regexp sees a bounded window: Go's backtracker costs time in
+	// proportion to the input it is given, not to what it matches.
+	s := line[end:min(len(line), end+64)]
+	m := linesRE.FindStringSubmatchIndex(s)
 	if m == nil {
 		return r, end
 	}
 	n := m[1]
 	if m[4] >= 0 { // "(" opened: the range counts only if it is closed
-		if n >= len(line[end:]) || line[end+n] != ')' {
+		if n >= len(s) || s[n] != ')' {
 			return r, end
 		}
 		n++
 	}
-	s := line[end:]
 	r.start, _ = strconv.Atoi(s[m[6]:m[7]])
 	r.end = r.start
 	if m[8] >= 0 {

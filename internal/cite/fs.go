@@ -70,7 +70,7 @@ func (f *FSChecker) Lines(ctx context.Context, path string) (int, error) {
 	if !st.Mode().IsRegular() {
 		return 0, &fs.PathError{Op: "lines", Path: path, Err: fs.ErrNotExist}
 	}
-	n, last, err := countLines(ctxReader{ctx, file})
+	n, last, err := countLines(ctxReader{ctx, file}, make([]byte, 32<<10))
 	if err != nil {
 		return 0, fmt.Errorf("lines %s: %w", path, err)
 	}

@@ -102,10 +102,11 @@ func (g *GitChecker) LinesBatch(ctx context.Context, paths []string) []LineCount
 		return out
 	}
 	r := bufio.NewReaderSize(stdout, 64<<10)
+	buf := make([]byte, 32<<10)
 	done := 0
 	var readErr error
 	for _, i := range sent {
-		n, err := readObject(r, g.commit+":"+paths[i])
+		n, err := readObject(r, g.commit+":"+paths[i], buf)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrIsDir) {
 			err = &fs.PathError{Op: "lines", Path: paths[i], Err: err}
 		} else if err != nil {
@@ -137,7 +138,7 @@ func (g *GitChecker) LinesBatch(ctx context.Context, paths []string) []LineCount
 // readObject reads one answer of cat-file --batch --follow-symlinks and
 // counts the lines of a blob: newlines, plus one for a last line without
 // one.
-func readObject(r *bufio.Reader, name string) (int, error) {
+func readObject(r *bufio.Reader, name string, buf []byte) (int, error) {
 	header, err := r.ReadString('\n')
 	if err != nil {
 		return 0, fmt.Errorf("read git answer: %w", err)
@@ -175,7 +176,7 @@ func readObject(r *bufio.Reader, name string) (int, error) {
 		}
 		return 0, fs.ErrNotExist // a submodule's commit: not a file of this repository
 	}
-	n, last, err := countLines(io.LimitReader(r, size))
+	n, last, err := countLines(io.LimitReader(r, size), buf)
 	if err == nil {
 		_, err = r.Discard(1)
 	}
@@ -188,9 +189,9 @@ func readObject(r *bufio.Reader, name string) (int, error) {
 	return n, nil
 }
 
-// countLines counts newlines in r and reports the last byte (0 if none).
-func countLines(r io.Reader) (n int, last byte, err error) {
-	buf := make([]byte, 32<<10)
+// countLines counts newlines in r, reading through buf, and reports the
+// last byte (0 if none).
+func countLines(r io.Reader, buf []byte) (n int, last byte, err error) {
 	for {
 		m, err := r.Read(buf)
 		if m > 0 {

@@ -1,0 +1,189 @@
+package cite
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testRepo is a git repository in a temp dir with two commits: the second
+// adds internal/b.go.
+type testRepo struct {
+	dir           string
+	first, second string
+}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func writeFile(t testing.TB, dir, name, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func lines(n int) string { return strings.Repeat("line\n", n) }
+
+func newTestRepo(t testing.TB) testRepo {
+	t.Helper()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	writeFile(t, dir, "internal/a.go", lines(10))
+	writeFile(t, dir, "README.md", "one\ntwo") // no trailing newline
+	writeFile(t, dir, "empty.txt", "")
+	writeFile(t, dir, "docs/my notes.md", lines(3))
+	writeFile(t, dir, "--output=x", lines(1))
+	writeFile(t, dir, "internal/_gen_/x.go", lines(4))
+	if err := os.Symlink("internal/a.go", filepath.Join(dir, "link.go")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "first")
+	first := git(t, dir, "rev-parse", "HEAD")
+	writeFile(t, dir, "internal/b.go", lines(5))
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "second")
+	return testRepo{dir: dir, first: first, second: git(t, dir, "rev-parse", "HEAD")}
+}
+
+func TestGitChecker(t *testing.T) {
+	repo := newTestRepo(t)
+	// The working tree differs from both commits: the checker must not care.
+	writeFile(t, repo.dir, "internal/a.go", lines(3))
+	writeFile(t, repo.dir, "untracked.go", lines(3))
+
+	type want struct {
+		n   int
+		err error
+	}
+	tests := []struct {
+		rev  string
+		path string
+		want want
+	}{
+		{"first", "internal/a.go", want{10, nil}},
+		{"first", "README.md", want{2, nil}},
+		{"first", "empty.txt", want{0, nil}},
+		{"first", "docs/my notes.md", want{3, nil}},
+		{"first", "internal/b.go", want{0, fs.ErrNotExist}},
+		{"second", "internal/b.go", want{5, nil}},
+		{"first", "internal", want{0, ErrIsDir}},
+		{"first", "link.go", want{10, nil}},
+		{"first", "out", want{0, fs.ErrNotExist}},
+		{"first", "internal/a.go/x", want{0, fs.ErrNotExist}},
+		{"first", "untracked.go", want{0, fs.ErrNotExist}},
+		{"first", "--output=x", want{1, nil}},
+		{"first", "--output=y", want{0, fs.ErrNotExist}},
+		{"first", "-h", want{0, fs.ErrNotExist}},
+		{"first", "internal/a.go\nmain:README.md", want{0, ErrInvalidPath}},
+		{"first", "/etc/passwd", want{0, ErrInvalidPath}},
+		{"first", "", want{0, ErrInvalidPath}},
+	}
+	checkers := map[string]*GitChecker{}
+	for name, rev := range map[string]string{"first": repo.first, "second": "main"} {
+		g, err := NewGitChecker(t.Context(), repo.dir, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkers[name] = g
+	}
+	if got := checkers["second"].Commit(); got != repo.second {
+		t.Errorf("Commit() = %s, want main resolved to %s", got, repo.second)
+	}
+	for _, tt := range tests {
+		t.Run(tt.rev+"/"+tt.path, func(t *testing.T) {
+			n, err := checkers[tt.rev].Lines(t.Context(), tt.path)
+			if n != tt.want.n || !errors.Is(err, tt.want.err) || (err != nil) != (tt.want.err != nil) {
+				t.Errorf("Lines(%q) = %d, %v; want %d, %v", tt.path, n, err, tt.want.n, tt.want.err)
+			}
+		})
+	}
+	// One batch answers the same as one call per path, in order.
+	var paths []string
+	for _, tt := range tests {
+		if tt.rev == "first" {
+			paths = append(paths, tt.path)
+		}
+	}
+	got := checkers["first"].LinesBatch(t.Context(), paths)
+	k := 0
+	for _, tt := range tests {
+		if tt.rev != "first" {
+			continue
+		}
+		if got[k].N != tt.want.n || !errors.Is(got[k].Err, tt.want.err) {
+			t.Errorf("batch %q = %d, %v; want %d, %v", tt.path, got[k].N, got[k].Err, tt.want.n, tt.want.err)
+		}
+		k++
+	}
+	for _, name := range []string{"x", "y"} {
+		if _, err := os.Stat(filepath.Join(repo.dir, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a path like --output=%s made git write a file: %v", name, err)
+		}
+	}
+}
+
+func TestNewGitCheckerRefusesBadRevisions(t *testing.T) {
+	repo := newTestRepo(t)
+	for _, rev := range []string{"", "--output=x", "-h", "nope", "main\nHEAD", repo.first + ":README.md"} {
+		if g, err := NewGitChecker(t.Context(), repo.dir, rev); err == nil {
+			t.Errorf("NewGitChecker(%q) = %s, want an error", rev, g.Commit())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(repo.dir, "x")); err == nil {
+		t.Error("--output=x as a revision wrote a file")
+	}
+	if _, err := NewGitChecker(t.Context(), t.TempDir(), "HEAD"); err == nil || !strings.Contains(err.Error(), "not a commit") {
+		t.Errorf("outside a repository: err = %v, want it to say the commit is not there", err)
+	}
+}
+
+func TestGitCheckerIgnoresCallersGitEnvironment(t *testing.T) {
+	repo := newTestRepo(t)
+	other := newTestRepo(t)
+	t.Setenv("GIT_DIR", filepath.Join(other.dir, ".git"))
+	g, err := NewGitChecker(t.Context(), repo.dir, repo.first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := g.Lines(t.Context(), "internal/a.go"); err != nil || n != 10 {
+		t.Errorf("Lines = %d, %v; want 10 from the checker's own repository", n, err)
+	}
+}
+
+func TestGitCheckerCanceled(t *testing.T) {
+	repo := newTestRepo(t)
+	g, err := NewGitChecker(t.Context(), repo.dir, repo.first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = g.Lines(ctx, "internal/a.go")
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("canceled lookup: err = %v, want a failure that is not 'missing'", err)
+	}
+}
