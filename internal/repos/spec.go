@@ -121,22 +121,18 @@ func Parse(data []byte) ([]Spec, error) {
 			errs = append(errs, fmt.Errorf("line %d: repos[%d]: want a mapping with name, and path or url", item.Line, i))
 			continue
 		}
-		bad := false
 		for k := 0; k+1 < len(item.Content); k += 2 {
 			key := item.Content[k]
 			if !slices.Contains(specKeys, key.Value) {
 				errs = append(errs, fmt.Errorf("line %d: repos[%d]: unknown key %q (known: %s)", key.Line, i, key.Value, strings.Join(specKeys, ", ")))
-				bad = true
 			}
 		}
 		var s Spec
 		if err := item.Decode(&s); err != nil {
 			errs = append(errs, fmt.Errorf("line %d: repos[%d]: %w", item.Line, i, err))
-			continue
 		}
-		if !bad {
-			specs = append(specs, s)
-		}
+		// Kept even when broken, so Validate's repos[i] matches the file.
+		specs = append(specs, s)
 	}
 	if err := Validate(specs); err != nil {
 		errs = append(errs, err)
@@ -265,7 +261,7 @@ func Validate(specs []Spec) error {
 		if s.WebKind != "" && !slices.Contains(WebKinds, s.WebKind) {
 			bad("web_kind %q: want one of %s", s.WebKind, strings.Join(WebKinds, ", "))
 		}
-		if s.TokenEnv != "" && !envNameRE.MatchString(s.TokenEnv) {
+		if s.TokenEnv != "" && (!envNameRE.MatchString(s.TokenEnv) || looksLikeToken(s.TokenEnv)) {
 			bad("token_env %q: give the name of an environment variable (such as GITHUB_TOKEN), not the token itself", redactValue(s.TokenEnv))
 		}
 		if s.SSHKeyEnv != "" && !envNameRE.MatchString(s.SSHKeyEnv) {
@@ -405,6 +401,17 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// looksLikeToken recognises the prefixes of GitHub's tokens, which are
+// also valid variable names.
+func looksLikeToken(v string) bool {
+	for _, p := range []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // redactValue hides a value that may be a secret pasted in the wrong
