@@ -1,0 +1,287 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// GitLogName is the name the model calls git_log by.
+const GitLogName = "git_log"
+
+//go:embed desc/git_log.md
+var gitLogDescription string
+
+const (
+	defaultLogLimit = 20
+	maxLogLimit     = 100
+	// logOutputLimit is far more than 101 one-line records need; with a
+	// pickaxe the names of the files each commit touched come along too.
+	logOutputLimit = 1 << 20
+)
+
+type gitLogArgs struct {
+	Path    string `json:"path"`
+	Grep    string `json:"grep"`
+	Pickaxe string `json:"pickaxe"`
+	Author  string `json:"author"`
+	Since   string `json:"since"`
+	Limit   int    `json:"limit"`
+}
+
+// GitLog is the git_log tool: the commits of the checkout, newest first,
+// one line each, filtered by path, message, added or removed text, author
+// and date. It is safe for concurrent use.
+type GitLog struct{ git *gitCLI }
+
+var (
+	_ Tool       = (*GitLog)(nil)
+	_ Summarizer = (*GitLog)(nil)
+)
+
+// NewGitLog returns the git_log tool over ws. It can be built over a
+// checkout that is not a git repository; its calls then fail with
+// ErrNotGitRepo.
+func NewGitLog(ws *Workspace, opts GitOptions) *GitLog {
+	return &GitLog{git: newGitCLI(ws, opts)}
+}
+
+var gitLogSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "only commits that touched this file or directory, relative to the repository root; a file's history follows renames"},
+    "grep": {"type": "string", "description": "only commits whose message contains this text (case-insensitive)"},
+    "pickaxe": {"type": "string", "description": "only commits that added or removed this exact string in the code, e.g. a function name (git log -S)"},
+    "author": {"type": "string", "description": "only commits whose author name or email contains this text (case-insensitive)"},
+    "since": {"type": "string", "description": "only commits after this date, e.g. \"2024-01-31\", \"2 weeks ago\", \"3 months ago\""},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "most commits to list (default 20)"}
+  }
+}`)
+
+// Definition implements Tool.
+func (l *GitLog) Definition() Definition {
+	return Definition{Name: GitLogName, Description: strings.TrimSpace(gitLogDescription), Parameters: gitLogSchema}
+}
+
+// logRecordStart and logFieldSep frame each commit in git's output; the
+// names --name-only adds follow a record's first line.
+const (
+	logRecordStart = "\x1e"
+	logFieldSep    = "\x1f"
+	logFormat      = "--format=%x1e%h%x1f%ad%x1f%an%x1f%s"
+)
+
+// Run implements Tool.
+func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error) {
+	args, err := ParseArgs[gitLogArgs](input)
+	if err != nil {
+		return "", err
+	}
+	limit := args.Limit
+	switch {
+	case limit < 0:
+		return "", fmt.Errorf(`"limit" must be from 1 to %d, not %d; leave it out for %d`, maxLogLimit, limit, defaultLogLimit)
+	case limit == 0:
+		limit = defaultLogLimit
+	case limit > maxLogLimit:
+		limit = maxLogLimit
+	}
+	for _, f := range []struct{ name, v string }{{"grep", args.Grep}, {"pickaxe", args.Pickaxe}, {"author", args.Author}} {
+		if err := checkText(f.name, f.v); err != nil {
+			return "", err
+		}
+	}
+	if args.Since != "" {
+		if err := checkSince(args.Since); err != nil {
+			return "", err
+		}
+	}
+	rel, err := l.git.gitPath(args.Path)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.git.opts.Timeout)
+	defer cancel()
+	prefix, err := l.git.prefix(ctx)
+	if err != nil {
+		return "", err
+	}
+	follow := rel != "." && !l.isDir(rel)
+
+	// One more than asked for tells whether older commits exist.
+	argv := []string{"log", "-n", strconv.Itoa(limit + 1), "--abbrev=8", "--date=short", logFormat,
+		"--no-show-signature", "--no-notes", "--no-textconv", "--no-ext-diff", "--no-color"}
+	if args.Grep != "" || args.Author != "" {
+		argv = append(argv, "--fixed-strings", "--regexp-ignore-case")
+	}
+	if args.Grep != "" {
+		argv = append(argv, "--grep="+args.Grep)
+	}
+	if args.Author != "" {
+		argv = append(argv, "--author="+args.Author)
+	}
+	if args.Since != "" {
+		argv = append(argv, "--since="+strings.TrimSpace(args.Since))
+	}
+	if args.Pickaxe != "" {
+		// With -S, --name-only names just the files where the string
+		// changed, which is what the deny-list filter below needs.
+		argv = append(argv, "-S"+args.Pickaxe, "--name-only", "--relative")
+	}
+	if follow {
+		argv = append(argv, "--follow")
+	}
+	argv = append(argv, "--")
+	switch {
+	case rel != ".":
+		argv = append(argv, literalPathspec(rel))
+	case prefix != "":
+		argv = append(argv, ".")
+	}
+	if args.Pickaxe != "" && !follow {
+		if rel == "." && prefix == "" {
+			argv = append(argv, ".")
+		}
+		argv = append(argv, denyExcludes(l.git.ws.deny)...)
+	}
+	out, truncated, err := l.git.output(ctx, logOutputLimit, argv...)
+	if err != nil {
+		return "", err
+	}
+	commits := parseLog(out, truncated)
+	if args.Pickaxe != "" {
+		commits = l.dropDenied(commits)
+	}
+	return renderLog(args, rel, follow, limit, commits), nil
+}
+
+// isDir says whether rel is a directory in the working tree. A file that
+// no longer exists is taken for a file: asking for the history of a
+// deleted file is common, and --follow is what finds it.
+func (l *GitLog) isDir(rel string) bool {
+	f, _, err := l.git.ws.Open(rel)
+	if err == nil {
+		f.Close()
+		return false
+	}
+	return errors.Is(err, ErrNotRegular)
+}
+
+type logCommit struct {
+	sha, date, author, subject string
+	files                      []string
+}
+
+func parseLog(out []byte, truncated bool) []logCommit {
+	records := bytes.Split(out, []byte(logRecordStart))
+	if truncated && len(records) > 0 {
+		records = records[:len(records)-1] // the last one may be cut
+	}
+	var commits []logCommit
+	for _, rec := range records {
+		if len(bytes.TrimSpace(rec)) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(rec), "\n"), "\n")
+		fields := strings.SplitN(lines[0], logFieldSep, 4)
+		if len(fields) != 4 {
+			continue
+		}
+		c := logCommit{sha: fields[0], date: fields[1], author: fields[2], subject: fields[3]}
+		for _, f := range lines[1:] {
+			if f != "" {
+				c.files = append(c.files, f)
+			}
+		}
+		commits = append(commits, c)
+	}
+	return commits
+}
+
+// dropDenied removes pickaxe hits that were only in secret files, which
+// the excludes given to git miss when --follow allows no other pathspec.
+// They are dropped without a word: a note would itself say that the
+// string was in a secret file.
+func (l *GitLog) dropDenied(commits []logCommit) []logCommit {
+	kept := commits[:0]
+	for _, c := range commits {
+		visible := len(c.files) == 0
+		for _, f := range c.files {
+			if !l.git.ws.Denied(f) {
+				visible = true
+				break
+			}
+		}
+		if visible {
+			kept = append(kept, c)
+		}
+	}
+	return kept
+}
+
+func renderLog(args gitLogArgs, rel string, follow bool, limit int, commits []logCommit) string {
+	var filters []string
+	if rel != "." {
+		f := "path " + rel
+		if follow {
+			f += " (following renames)"
+		}
+		filters = append(filters, f)
+	}
+	if args.Grep != "" {
+		filters = append(filters, fmt.Sprintf("message contains %q", args.Grep))
+	}
+	if args.Pickaxe != "" {
+		filters = append(filters, fmt.Sprintf("adds or removes %q", args.Pickaxe))
+	}
+	if args.Author != "" {
+		filters = append(filters, fmt.Sprintf("author %q", args.Author))
+	}
+	if args.Since != "" {
+		filters = append(filters, "since "+strings.TrimSpace(args.Since))
+	}
+	where := ""
+	if len(filters) > 0 {
+		where = ": " + strings.Join(filters, ", ")
+	}
+	var b strings.Builder
+	if len(commits) == 0 {
+		fmt.Fprintf(&b, "no commits%s.", where)
+		b.WriteString(" grep searches commit messages, pickaxe searches the code a commit added or removed, author matches part of a name or email; loosen a filter, or check the path with glob.\n")
+		return b.String()
+	}
+	more := len(commits) > limit
+	commits = commits[:min(len(commits), limit)]
+	fmt.Fprintf(&b, "%d %s%s, newest first\n", len(commits), nounFor(len(commits), "commit", "commits"), where)
+	for _, c := range commits {
+		fmt.Fprintf(&b, "%s %s %s\t%s\n", c.sha, c.date, c.author, c.subject)
+	}
+	if more {
+		raise := "raise limit (at most 100) or "
+		if limit >= maxLogLimit {
+			raise = ""
+		}
+		fmt.Fprintf(&b, "[older commits exist; %snarrow with path, since, author or grep]\n", raise)
+	}
+	return b.String()
+}
+
+// Summarize gives "12 commits" or "no commits".
+func (l *GitLog) Summarize(output string) string {
+	if strings.HasPrefix(output, "no commits") {
+		return "no commits"
+	}
+	first, _, _ := strings.Cut(output, "\n")
+	n, rest, _ := strings.Cut(first, " ")
+	if _, err := strconv.Atoi(n); err != nil || !strings.HasPrefix(rest, "commit") {
+		return countLines(output)
+	}
+	word, _, _ := strings.Cut(rest, ":")
+	word, _, _ = strings.Cut(word, ",")
+	return n + " " + word
+}

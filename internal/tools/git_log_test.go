@@ -1,0 +1,190 @@
+package tools
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestGitLog(t *testing.T) {
+	repo := histFixture(t)
+	gitLog, _, _ := gitTools(t, repo.dir, GitOptions{})
+	line := func(subject, date, author string) string {
+		return repo.short(t, subject) + " " + date + " " + author + "\t" + subject + "\n"
+	}
+	var (
+		table  = line("Add generated table", "2024-03-10", "Alice Example")
+		guard  = line("Guard against empty input", "2024-03-01", "Bob Builder")
+		rename = line("Rename parser to lexer", "2024-02-15", "Carol Coder")
+		remove = line("Remove the env file", "2024-02-05", "Alice Example")
+		sets   = line("Add settings", "2024-01-20", "Bob Builder")
+		parser = line("Add parser", "2024-01-10", "Alice Example")
+	)
+
+	tests := []struct {
+		name    string
+		args    map[string]any
+		want    string
+		summary string
+	}{
+		{name: "everything, newest first", args: map[string]any{},
+			want:    "6 commits, newest first\n" + table + guard + rename + remove + sets + parser,
+			summary: "6 commits"},
+		{name: "file history follows the rename", args: map[string]any{"path": "lexer.go"},
+			want: "3 commits: path lexer.go (following renames), newest first\n" + guard + rename + parser},
+		{name: "directory history does not follow", args: map[string]any{"path": "config/"},
+			want: "2 commits: path config, newest first\n" + sets + parser},
+		{name: "absolute path inside the checkout", args: map[string]any{"path": repo.dir + "/notes.txt"},
+			want: "1 commit: path notes.txt (following renames), newest first\n" + guard, summary: "1 commit"},
+		{name: "grep ignores case", args: map[string]any{"grep": "RENAME"},
+			want: "1 commit: message contains \"RENAME\", newest first\n" + rename},
+		{name: "grep searches the body too", args: map[string]any{"grep": "seen in production"},
+			want: "1 commit: message contains \"seen in production\", newest first\n" + guard},
+		{name: "grep is literal text, not a regexp", args: map[string]any{"grep": "Add.*"},
+			want: "no commits: message contains \"Add.*\". grep searches commit messages, pickaxe searches the code a commit added or removed, author matches part of a name or email; loosen a filter, or check the path with glob.\n",
+			summary: "no commits"},
+		{name: "pickaxe finds where a string was added", args: map[string]any{"pickaxe": "emptyInputGuard"},
+			want: "1 commit: adds or removes \"emptyInputGuard\", newest first\n" + guard},
+		{name: "pickaxe with a file path", args: map[string]any{"pickaxe": "func Lex", "path": "lexer.go"},
+			want: "1 commit: path lexer.go (following renames), adds or removes \"func Lex\", newest first\n" + parser},
+		{name: "author by part of the name", args: map[string]any{"author": "alice"},
+			want: "3 commits: author \"alice\", newest first\n" + table + remove + parser},
+		{name: "author by email", args: map[string]any{"author": "bob@example"},
+			want: "2 commits: author \"bob@example\", newest first\n" + guard + sets},
+		{name: "since a date", args: map[string]any{"since": "2024-02-10"},
+			want: "3 commits: since 2024-02-10, newest first\n" + table + guard + rename},
+		{name: "since relative to now", args: map[string]any{"since": "2 weeks ago"},
+			want: "no commits: since 2 weeks ago. grep searches commit messages, pickaxe searches the code a commit added or removed, author matches part of a name or email; loosen a filter, or check the path with glob.\n"},
+		{name: "filters combine", args: map[string]any{"author": "bob", "since": "2024-02-01", "path": "lexer.go"},
+			want: "1 commit: path lexer.go (following renames), author \"bob\", since 2024-02-01, newest first\n" + guard},
+		{name: "limit says older ones exist", args: map[string]any{"limit": 2},
+			want: "2 commits, newest first\n" + table + guard + "[older commits exist; raise limit (at most 100) or narrow with path, since, author or grep]\n"},
+		{name: "limit above the maximum is the maximum", args: map[string]any{"limit": 1000},
+			want: "6 commits, newest first\n" + table + guard + rename + remove + sets + parser},
+		{name: "history of a deleted file", args: map[string]any{"path": "parser.go"},
+			want: "2 commits: path parser.go (following renames), newest first\n" + rename + parser},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := runGitTool(t, gitLog, tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("output:\n%s\nwant:\n%s", got, tc.want)
+			}
+			if tc.summary != "" {
+				if s := gitLog.(Summarizer).Summarize(got); s != tc.summary {
+					t.Errorf("summary = %q, want %q", s, tc.summary)
+				}
+			}
+		})
+	}
+}
+
+func TestGitLogErrors(t *testing.T) {
+	repo := histFixture(t)
+	gitLog, _, _ := gitTools(t, repo.dir, GitOptions{})
+	tests := []struct {
+		name string
+		args map[string]any
+		want string
+		is   error
+	}{
+		{name: "denied path", args: map[string]any{"path": ".env"}, is: ErrDenied},
+		{name: "denied path below", args: map[string]any{"path": "config/.env.prod"}, is: ErrDenied},
+		{name: "git dir", args: map[string]any{"path": ".git/config"}, is: ErrDenied},
+		{name: "outside", args: map[string]any{"path": "../elsewhere"}, is: ErrOutside},
+		{name: "absolute outside", args: map[string]any{"path": "/etc/passwd"}, is: ErrOutside},
+		{name: "negative limit", args: map[string]any{"limit": -1}, want: `"limit" must be from 1 to 100`},
+		{name: "nonsense since", args: map[string]any{"since": "banana"}, want: `"since" "banana" is not a date`},
+		{name: "grep with a newline", args: map[string]any{"grep": "a\nb"}, want: `"grep" contains a newline`},
+		{name: "author too long", args: map[string]any{"author": strings.Repeat("a", 300)}, want: `"author" is 300 characters long`},
+		{name: "wrong type", args: map[string]any{"limit": "ten"}, want: `"limit" must be integer, not string`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := runGitTool(t, gitLog, tc.args)
+			if err == nil {
+				t.Fatalf("no error; output:\n%s", got)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error = %v, want %v", err, tc.is)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %q, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestGitLogPickaxeNeverSearchesSecrets: a pickaxe hit is a content
+// oracle; asking for a secret's value must not tell whether a secret file
+// ever held it.
+func TestGitLogPickaxeNeverSearchesSecrets(t *testing.T) {
+	repo := histFixture(t)
+	gitLog, _, _ := gitTools(t, repo.dir, GitOptions{})
+	for _, args := range []map[string]any{
+		{"pickaxe": "hunter2-secret"},
+		{"pickaxe": "swordfish"},
+		{"pickaxe": "swordfish", "path": "config"},
+		{"pickaxe": "API_TOKEN", "since": "2024-01-01"},
+	} {
+		got, err := runGitTool(t, gitLog, args)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !strings.HasPrefix(got, "no commits") {
+			t.Errorf("%v: a secret file's content was searched:\n%s", args, got)
+		}
+	}
+	// The commit that added them is still found by what else it changed.
+	got, err := runGitTool(t, gitLog, map[string]any{"pickaxe": "9090"})
+	if err != nil || !strings.Contains(got, "Add settings") {
+		t.Errorf("pickaxe 9090: %v\n%s", err, got)
+	}
+}
+
+// TestGitLogFollowDropsSecretOnlyHits covers the one case git cannot be
+// told to skip secret files: --follow allows a single pathspec, and a file
+// renamed from a secret name carries the secret's history.
+func TestGitLogFollowDropsSecretOnlyHits(t *testing.T) {
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add env", write: map[string]string{".env": "TOKEN=opensesame\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Move env to example", rename: [2]string{".env", "settings.conf"}},
+		{who: alice, date: "2024-01-12T10:00:00+00:00", msg: "Blank the token", write: map[string]string{"settings.conf": "TOKEN=\n"}},
+	})
+	gitLog, _, _ := gitTools(t, dir, GitOptions{})
+	got, err := runGitTool(t, gitLog, map[string]any{"pickaxe": "opensesame", "path": "settings.conf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "Add env") {
+		t.Errorf("the hit in .env was shown:\n%s", got)
+	}
+	if !strings.Contains(got, "Blank the token") {
+		t.Errorf("the hit in settings.conf is missing:\n%s", got)
+	}
+}
+
+// TestGitLogSubdirectoryCheckout: a checkout below the top of its
+// repository sees only its own part of the history.
+func TestGitLogSubdirectoryCheckout(t *testing.T) {
+	repo := histFixture(t)
+	gitLog, _, _ := gitTools(t, repo.dir+"/config", GitOptions{})
+	got, err := runGitTool(t, gitLog, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "2 commits, newest first\n" +
+		repo.short(t, "Add settings") + " 2024-01-20 Bob Builder\tAdd settings\n" +
+		repo.short(t, "Add parser") + " 2024-01-10 Alice Example\tAdd parser\n"
+	if got != want {
+		t.Errorf("output:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := runGitTool(t, gitLog, map[string]any{"path": "../lexer.go"}); !errors.Is(err, ErrOutside) {
+		t.Errorf("path above the checkout: error = %v, want ErrOutside", err)
+	}
+}
