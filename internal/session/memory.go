@@ -200,13 +200,47 @@ func (m *Memory) SetTurnState(ctx context.Context, turnID string, state TurnStat
 		return err
 	}
 	defer m.mu.Unlock()
-	t, ok := m.turns[turnID]
-	if !ok {
-		return fmt.Errorf("set state of turn %s: %w", turnID, ErrNotFound)
+	t, err := m.liveTurn(turnID)
+	if err != nil {
+		return fmt.Errorf("set state of turn %s: %w", turnID, err)
 	}
 	t.State = state
 	if s, ok := m.sessions[t.Key]; ok {
 		s.Updated = m.clock()
+	}
+	return nil
+}
+
+func (m *Memory) ContinueTurn(ctx context.Context, oldID string, next Turn) error {
+	if next.ID == "" {
+		return fmt.Errorf("continue turn %s: empty turn ID", oldID)
+	}
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	old, err := m.liveTurn(oldID)
+	if err != nil {
+		return fmt.Errorf("continue turn %s: %w", oldID, err)
+	}
+	if _, dup := m.turns[next.ID]; dup {
+		return fmt.Errorf("continue turn %s as %s: %w", oldID, next.ID, ErrTurnExists)
+	}
+	now := m.clock()
+	old.State = TurnContinued
+	old.Ended = now
+	t := *old
+	t.ID = next.ID
+	t.State = TurnRunning
+	t.Started = next.Started
+	if t.Started.IsZero() {
+		t.Started = now
+	}
+	t.Ended = time.Time{}
+	t.ErrRef = ""
+	m.turns[t.ID] = &t
+	if s, ok := m.sessions[t.Key]; ok {
+		s.Updated = now
 	}
 	return nil
 }

@@ -474,12 +474,11 @@ func (s *SQLite) EndTurn(ctx context.Context, turnID string, state TurnState, er
 
 func (s *SQLite) SetTurnState(ctx context.Context, turnID string, state TurnState) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var sid int64
-		err := tx.QueryRowContext(ctx, `UPDATE turns SET state = ? WHERE id = ? RETURNING session_id`, string(state), turnID).Scan(&sid)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
+		sid, err := liveTurn(ctx, tx, turnID)
 		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE turns SET state = ? WHERE id = ?`, string(state), turnID); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE sessions SET updated = ? WHERE id = ?`, s.now().UnixNano(), sid)
@@ -487,6 +486,47 @@ func (s *SQLite) SetTurnState(ctx context.Context, turnID string, state TurnStat
 	})
 	if err != nil {
 		return fmt.Errorf("set state of turn %s: %w", turnID, err)
+	}
+	return nil
+}
+
+// ContinueTurn is one write transaction: SQLite runs one writer at a time,
+// so of two concurrent claims the second sees old ended and fails.
+func (s *SQLite) ContinueTurn(ctx context.Context, oldID string, next Turn) error {
+	if next.ID == "" {
+		return fmt.Errorf("continue turn %s: empty turn ID", oldID)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		sid, err := liveTurn(ctx, tx, oldID)
+		if err != nil {
+			return err
+		}
+		var dup int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM turns WHERE id = ?`, next.ID).Scan(&dup); err != nil {
+			return err
+		}
+		if dup > 0 {
+			return ErrTurnExists
+		}
+		now := s.now().UnixNano()
+		started := nanos(next.Started)
+		if started == 0 {
+			started = now
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE turns SET state = ?, ended = ? WHERE id = ?`, string(TurnContinued), now, oldID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (id, session_id, state, user_id, question, msg_ts, started,
+			steps, prompt_tokens, cached_prompt_tokens, completion_tokens)
+			SELECT ?, session_id, ?, user_id, question, msg_ts, ?, steps, prompt_tokens, cached_prompt_tokens, completion_tokens
+			FROM turns WHERE id = ?`, next.ID, string(TurnRunning), started, oldID); err != nil {
+			return fmt.Errorf("insert turn: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET updated = ? WHERE id = ?`, now, sid)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("continue turn %s as %s: %w", oldID, next.ID, err)
 	}
 	return nil
 }

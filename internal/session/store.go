@@ -43,6 +43,9 @@ const (
 	TurnFailed      TurnState = "failed"
 	TurnInterrupted TurnState = "interrupted" // cut by shutdown or crash; to be resumed or re-run
 	TurnStopped     TurnState = "stopped"     // cancelled by a person
+	// TurnContinued ends a turn that was cut off and handed to a new turn
+	// by ContinueTurn; the new turn carries the answer.
+	TurnContinued TurnState = "continued"
 )
 
 // Turn is one question and the work that answers it.
@@ -76,9 +79,10 @@ var ErrTurnEnded = errors.New("turn already ended")
 // message limit; older turns are dropped before that happens.
 var ErrTooLarge = errors.New("turn too large to store")
 
-// Ended reports whether s is a final state (done, failed or stopped).
+// Ended reports whether s is a final state (done, failed, stopped or
+// continued).
 func (s TurnState) Ended() bool {
-	return s == TurnDone || s == TurnFailed || s == TurnStopped
+	return s == TurnDone || s == TurnFailed || s == TurnStopped || s == TurnContinued
 }
 
 // Store persists sessions, turns and event dedupe keys. Implementations are
@@ -105,8 +109,19 @@ type Store interface {
 	// gives ErrTurnEnded and changes nothing, so Turns counts each turn once.
 	EndTurn(ctx context.Context, turnID string, state TurnState, errRef string) error
 	// SetTurnState changes the state of a turn without ending it (for
-	// instance interrupted → running when it is resumed).
+	// instance running → interrupted at shutdown). An ended turn gives
+	// ErrTurnEnded and stays ended: a process that lost its turn to
+	// ContinueTurn cannot bring it back.
 	SetTurnState(ctx context.Context, turnID string, state TurnState) error
+	// ContinueTurn hands an unfinished turn (running or interrupted) over
+	// to a new turn next that finishes it: old ends as TurnContinued and
+	// next starts running in old's session with old's user, question,
+	// message ts, steps and usage; the history is left as it is. It is the
+	// claim that keeps a cut-off turn from being answered twice: of
+	// concurrent calls for one old turn exactly one succeeds, the others
+	// (and any later write to old) get ErrTurnEnded. Unknown old:
+	// ErrNotFound; next.ID seen before: ErrTurnExists.
+	ContinueTurn(ctx context.Context, oldID string, next Turn) error
 	// ReplaceHistory swaps a session's history, after compaction.
 	ReplaceHistory(ctx context.Context, key Key, history []llm.Message) error
 	// SetCommit records the commit a session last answered from.

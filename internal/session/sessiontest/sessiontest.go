@@ -92,6 +92,8 @@ func RunStoreTests(t *testing.T, s Suite) {
 		{name: "end turn counts done turns only once", run: testEndTurn},
 		{name: "unfinished lists running and interrupted oldest first", run: testUnfinished},
 		{name: "set turn state", run: testSetTurnState},
+		{name: "continue turn hands a cut-off turn to a new one", run: testContinueTurn},
+		{name: "concurrent continue of one turn succeeds once", run: testConcurrentContinue},
 		{name: "replace history", run: testReplaceHistory},
 		{name: "set commit", run: testSetCommit},
 		{name: "first seen inserts if absent and expires after ttl", run: testFirstSeen},
@@ -354,6 +356,78 @@ func testSetTurnState(t *testing.T, x *h) {
 	mustAppend(t, x.st, "t1", []llm.Message{answer("a")}, llm.Usage{})
 	mustEnd(t, x.st, "t1", session.TurnDone)
 	wantErrIs(t, "SetTurnState(unknown)", x.st.SetTurnState(ctx, "nope", session.TurnRunning), session.ErrNotFound)
+	// An ended turn stays ended: a process that lost it cannot revive it.
+	wantErrIs(t, "SetTurnState(ended)", x.st.SetTurnState(ctx, "t1", session.TurnInterrupted), session.ErrTurnEnded)
+	if got := mustTurn(t, x.st, "t1").State; got != session.TurnDone {
+		t.Errorf("state after SetTurnState on an ended turn = %s; want done", got)
+	}
+}
+
+func testContinueTurn(t *testing.T, x *h) {
+	ctx := t.Context()
+	mustStart(t, x.st, "t1", keyA, "q")
+	mustAppend(t, x.st, "t1", toolStep("c1", "read_file", `{"path":"a"}`, "A"), llm.Usage{PromptTokens: 10, CompletionTokens: 2})
+	if err := x.st.SetTurnState(ctx, "t1", session.TurnInterrupted); err != nil {
+		t.Fatal(err)
+	}
+	before := mustSession(t, x.st, keyA).History
+	x.clock.Advance(time.Minute)
+	if err := x.st.ContinueTurn(ctx, "t1", session.Turn{ID: "t2"}); err != nil {
+		t.Fatalf("ContinueTurn: %v", err)
+	}
+	old, next := mustTurn(t, x.st, "t1"), mustTurn(t, x.st, "t2")
+	if old.State != session.TurnContinued || !old.Ended.Equal(base.Add(time.Minute)) {
+		t.Errorf("old turn = %s ended %v; want continued at %v", old.State, old.Ended, base.Add(time.Minute))
+	}
+	want := session.Turn{ID: "t2", Key: keyA, State: session.TurnRunning, User: "U1", Question: "q", MsgTS: keyA.Thread,
+		Started: base.Add(time.Minute), Steps: 1, Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 2}}
+	diff(t, "continued turn", want, next)
+	diff(t, "history after ContinueTurn", before, mustSession(t, x.st, keyA).History)
+
+	// The old turn is fenced off; the new one takes the steps and ends.
+	wantErrIs(t, "AppendStep(old)", x.st.AppendStep(ctx, "t1", []llm.Message{answer("late")}, llm.Usage{}), session.ErrTurnEnded)
+	wantErrIs(t, "ContinueTurn(old again)", x.st.ContinueTurn(ctx, "t1", session.Turn{ID: "t3"}), session.ErrTurnEnded)
+	mustAppend(t, x.st, "t2", []llm.Message{answer("a")}, llm.Usage{})
+	mustEnd(t, x.st, "t2", session.TurnDone)
+	if s := mustSession(t, x.st, keyA); s.Turns != 1 {
+		t.Errorf("Turns = %d; want 1 (a continued turn is not a done one)", s.Turns)
+	}
+	unf, err := x.st.Unfinished(ctx)
+	if err != nil || len(unf) != 0 {
+		t.Errorf("Unfinished = %v, %v; want none", unf, err)
+	}
+	wantErrIs(t, "ContinueTurn(unknown)", x.st.ContinueTurn(ctx, "nope", session.Turn{ID: "t4"}), session.ErrNotFound)
+	mustStart(t, x.st, "t5", keyB, "q5")
+	wantErrIs(t, "ContinueTurn(to an existing ID)", x.st.ContinueTurn(ctx, "t5", session.Turn{ID: "t2"}), session.ErrTurnExists)
+	if got := mustTurn(t, x.st, "t5").State; got != session.TurnRunning {
+		t.Errorf("turn after a refused ContinueTurn = %s; want running", got)
+	}
+}
+
+// testConcurrentContinue is two starts finding the same cut-off turn: only
+// one may answer it.
+func testConcurrentContinue(t *testing.T, x *h) {
+	mustStart(t, x.st, "t1", keyA, "q")
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() { errs <- x.st.ContinueTurn(t.Context(), "t1", session.Turn{ID: fmt.Sprintf("r%d", i)}) })
+	}
+	wg.Wait()
+	close(errs)
+	wins := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case !errors.Is(err, session.ErrTurnEnded):
+			t.Errorf("ContinueTurn: %v; want nil or ErrTurnEnded", err)
+		}
+	}
+	if wins != 1 {
+		t.Errorf("%d of %d concurrent ContinueTurn calls succeeded; want exactly 1", wins, n)
+	}
 }
 
 func testReplaceHistory(t *testing.T, x *h) {
