@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/cite"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -80,6 +81,7 @@ type repo struct {
 	remote string // URL without credentials (url repos), or origin of a local checkout
 	root   string // DataDir/repos/<name>; url repos only
 	auth   auth
+	web    cite.Web
 
 	// syncMu serializes fetches and worktree changes of this repo.
 	syncMu sync.Mutex
@@ -113,10 +115,13 @@ type Lease struct {
 	Commit string // full SHA; "" when a local path is not a git checkout
 	Branch string // configured branch; "" = the remote's default
 	// Remote is the git remote without credentials (for a local path: its
-	// origin, if any), to derive permalinks from. WebURL and WebKind are
-	// the configured overrides, empty when not set.
-	Remote, WebURL, WebKind string
-	Workspace               *tools.Workspace
+	// origin, if any).
+	Remote string
+	// Web is the repository's web view for permalinks: web_url/web_kind
+	// when configured, else derived from Remote; Base is "" when neither
+	// gives one (a file:// remote, a host of unknown kind).
+	Web       cite.Web
+	Workspace *tools.Workspace
 
 	once    sync.Once
 	release func()
@@ -190,6 +195,7 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("repository %s: %w", s.Name, err))
 		}
+		r.web = m.webView(r)
 		m.repos[s.Name] = r
 	}
 	if len(errs) > 0 {
@@ -215,6 +221,25 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("clone repositories: %w", err)
 	}
 	return m, nil
+}
+
+// webView is the configured web view (Validate has checked it), or the
+// one derived from the remote. Without one, answers still cite paths, only
+// without links; that is worth a line in the log, not a failed start.
+func (m *Manager) webView(r *repo) cite.Web {
+	if r.spec.WebURL != "" {
+		w, _ := cite.ParseWeb(r.spec.WebURL, cite.Kind(r.spec.WebKind))
+		return w
+	}
+	if r.remote == "" {
+		return cite.Web{}
+	}
+	w, err := cite.WebFromRemoteAs(r.remote, cite.Kind(r.spec.WebKind))
+	if err != nil {
+		m.log.Info("no web view for permalinks; set web_url (and web_kind) to link citations", "repo", r.spec.Name, "remote", r.remote, "reason", err)
+		return cite.Web{}
+	}
+	return w
 }
 
 // openLocal prepares a local path repo: it must be a directory now, since
@@ -300,8 +325,7 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 		Commit:    s.commit,
 		Branch:    r.spec.Branch,
 		Remote:    r.remote,
-		WebURL:    r.spec.WebURL,
-		WebKind:   r.spec.WebKind,
+		Web:       r.web,
 		Workspace: s.ws,
 	}
 	l.release = func() { m.release(r, s) }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/cite"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -67,6 +68,9 @@ func TestCloneThenSync(t *testing.T) {
 	}
 	if l.Remote != up.URL || l.Branch != "main" {
 		t.Errorf("Remote, Branch = %q, %q; want %q, main", l.Remote, l.Branch, up.URL)
+	}
+	if l.Web != (cite.Web{}) {
+		t.Errorf("Web = %+v, want none for a file:// remote", l.Web)
 	}
 	l.Release()
 
@@ -386,6 +390,9 @@ func TestLocalPath(t *testing.T) {
 	if l.Remote != "https://github.com/acme/payments.git" {
 		t.Errorf("Remote = %q, want the origin without credentials", l.Remote)
 	}
+	if want := (cite.Web{Base: "https://github.com/acme/payments", Kind: cite.KindGitHub}); l.Web != want {
+		t.Errorf("Web = %+v, want %+v derived from the origin", l.Web, want)
+	}
 	if err := m.SyncNow(t.Context(), "local"); err != nil {
 		t.Errorf("SyncNow(local) = %v, want nil", err)
 	}
@@ -485,5 +492,19 @@ func TestRun(t *testing.T) {
 	case <-done:
 	case <-time.After(guard):
 		t.Fatal("Run did not return after cancel")
+	}
+}
+
+// TestWebOverride: web_url and web_kind win over the remote.
+func TestWebOverride(t *testing.T) {
+	up := newRemote(t)
+	up.commit("main", map[string]string{"f": "1"})
+	m := newManager(t, []Spec{
+		{Name: "r", URL: up.URL, WebURL: "https://git.acme.internal/acme/r", WebKind: "forgejo", Channels: []string{"*"}},
+	}, Options{})
+	l := acquire(t, m, "r")
+	defer l.Release()
+	if want := (cite.Web{Base: "https://git.acme.internal/acme/r", Kind: cite.KindGitea}); l.Web != want {
+		t.Errorf("Web = %+v, want %+v", l.Web, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/askrepo/askrepo/internal/cite"
 	"github.com/askrepo/askrepo/internal/config"
 	"go.yaml.in/yaml/v3"
 )
@@ -51,7 +52,8 @@ type Spec struct {
 	Deny []string `yaml:"deny"`
 	// WebURL and WebKind override the web view derived from the remote
 	// (for permalinks); WebKind names the host software (github, gitlab,
-	// bitbucket, gitea, forgejo).
+	// bitbucket, gitea, forgejo, codeberg) when the host name does not
+	// tell, as for git.acme.internal.
 	WebURL  string `yaml:"web_url"`
 	WebKind string `yaml:"web_kind"`
 	// TokenEnv names the environment variable holding an HTTPS token; the
@@ -63,8 +65,8 @@ type Spec struct {
 	SSHKeyEnv string `yaml:"ssh_key_env"`
 }
 
-// WebKinds are the accepted values of Spec.WebKind.
-var WebKinds = []string{"github", "gitlab", "bitbucket", "gitea", "forgejo"}
+// WebKinds are the accepted values of Spec.WebKind (those cite knows).
+var WebKinds = []string{"github", "gitlab", "bitbucket", "gitea", "forgejo", "codeberg"}
 
 var (
 	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
@@ -252,14 +254,12 @@ func Validate(specs []Spec) error {
 			defaults[c] = s.Name
 		}
 
-		if s.WebURL != "" {
-			u, err := url.Parse(s.WebURL)
-			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-				bad("web_url %q: want the http(s) address of the repository's web page, without credentials", redactURL(s.WebURL))
-			}
-		}
 		if s.WebKind != "" && !slices.Contains(WebKinds, s.WebKind) {
 			bad("web_kind %q: want one of %s", s.WebKind, strings.Join(WebKinds, ", "))
+		} else if s.WebURL != "" {
+			if _, err := cite.ParseWeb(s.WebURL, cite.Kind(s.WebKind)); err != nil {
+				bad("web_url: %s", redactURL(err.Error()))
+			}
 		}
 		if s.TokenEnv != "" && (!envNameRE.MatchString(s.TokenEnv) || looksLikeToken(s.TokenEnv)) {
 			bad("token_env %q: give the name of an environment variable (such as GITHUB_TOKEN), not the token itself", redactValue(s.TokenEnv))

@@ -113,6 +113,10 @@ func TestValidateAllAtOnce(t *testing.T) {
     web_kind: sourcehut
     web_url: ftp://x
     channels: ["*"]
+  - name: weburl
+    path: /f
+    web_url: https://git.acme.internal/acme/x
+    channels: ["*"]
   - name: typo
     path: /g
     chanels: ["*"]
@@ -149,11 +153,11 @@ func TestValidateAllAtOnce(t *testing.T) {
 		`repos[11] (tokpasted): token_env "ghp…[redacted]": give the name of an environment variable`,
 		`repos[12] (sshtok): token_env applies to https URLs`,
 		`repos[13] (cleartext): url "http://h.example/x.git": a token would cross the network in clear text`,
-		`repos[14] (kind): web_url "ftp://x"`,
 		`repos[14] (kind): web_kind "sourcehut": want one of github, gitlab`,
-		`line 56: repos[15]: unknown key "chanels"`,
-		`repos[16] (localbranch): branch, token_env, ssh_key and ssh_key_env apply to url repos only`,
-		`repos[18] (three): default_for: "C9" is already the default of "two"`,
+		`repos[15] (weburl): web_url: cannot tell the kind of web view at "git.acme.internal"`,
+		`line 60: repos[16]: unknown key "chanels"`,
+		`repos[17] (localbranch): branch, token_env, ssh_key and ssh_key_env apply to url repos only`,
+		`repos[19] (three): default_for: "C9" is already the default of "two"`,
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q", want)
