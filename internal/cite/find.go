@@ -128,8 +128,8 @@ func tableLines(lines []string, fenced []bool) []bool {
 var (
 	autolinkRE = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]*>`)
 	// linesRE is a line range written in words after a path:
-	// "path lines 10-20", "path, line 12", "path (lines 10–20)", "path L12".
-	linesRE = regexp.MustCompile(`^(,?[ \t]+(\()?)(?:[Ll]ines?[ \t]+|L)(\d{1,9})(?:[ \t]*(?:-|–|to)[ \t]*L?(\d{1,9}))?`)
+	// "path lines 10-20", "path, line 12", "path (lines 10–20)".
+	linesRE = regexp.MustCompile(`^(,?[ \t]+(\()?)[Ll]ines?[ \t]+(\d{1,9})(?:[ \t]*(?:-|–|to)[ \t]*L?(\d{1,9}))?`)
 )
 
 func scanLine(out []Citation, line string, base int, table bool) []Citation {
@@ -157,7 +157,7 @@ func scanLine(out []Citation, line string, base int, table bool) []Citation {
 			}
 			i = end
 		case c == '[':
-			text, n, ok := mdLink(line[i:])
+			text, n, ok := mdLink(line[i:min(len(line), i+maxLink)])
 			if !ok {
 				i++
 				continue
@@ -175,6 +175,14 @@ func scanLine(out []Citation, line string, base int, table bool) []Citation {
 				i += m[1]
 			} else {
 				i++
+			}
+		case strings.HasPrefix(line[i:], flagMark[1:]):
+			// A flag Rewrite added: its text is not the answer's, and the
+			// "_" closing it must not stick to what follows.
+			if j := strings.Index(line[i:], ")_"); j >= 0 {
+				i += j + 2
+			} else {
+				i += len(flagMark) - 1
 			}
 		default:
 			r, size := utf8.DecodeRuneInString(line[i:])
@@ -235,6 +243,9 @@ func withLines(r ref, line string, end int) (ref, int) {
 		return r, end
 	}
 	n := m[1]
+	if n < len(s) && (isRunRune(rune(s[n])) && s[n] != '.' && s[n] != ':' || s[n] == '.' && n+1 < len(s) && s[n+1] != ' ') {
+		return r, end // the number runs on into a word: "line 10000.go"
+	}
 	if m[4] >= 0 { // "(" opened: the range counts only if it is closed
 		if n >= len(s) || s[n] != ')' {
 			return r, end
@@ -495,6 +506,10 @@ func closingRun(s string, from, n int) int {
 	}
 	return -1
 }
+
+// maxLink bounds the length of a Markdown link Find recognises, so that a
+// line of unmatched brackets costs linear time, not quadratic.
+const maxLink = 4096
 
 // mdLink parses an inline link [text](dest) at the start of s, the way the
 // Slack renderer does: nested brackets and parentheses balance, a backslash
