@@ -65,6 +65,18 @@ type Config struct {
 	// MaxParallel bounds the read-only calls of one step that run at once.
 	// Default 8.
 	MaxParallel int
+	// Compact, when set, is called before every request with the messages
+	// about to be sent (the system prompt first) and the tools; if it
+	// reports changed, that request and every later one of the turn are
+	// built on what it returned, followed by the messages appended since.
+	// It is the guard for a turn that outgrows the context budget on its
+	// own: between two compactions the sent prefix stays byte-identical, so
+	// the provider's prompt cache misses once. Only what is sent changes;
+	// Turn.Appended and Observer.StepDone report the full messages, so the
+	// caller's history stays complete (and is compacted between turns).
+	// It must be deterministic and return changed false when nothing is to
+	// be done. session.Calibrator.Compactor builds one.
+	Compact func(msgs []llm.Message, tools []llm.ToolSpec) ([]llm.Message, bool)
 	// Logger receives one Info line per turn and Debug lines per step and
 	// call; the caller narrows it (component, thread). Default: discard.
 	Logger *slog.Logger
@@ -83,6 +95,7 @@ type Agent struct {
 	toolTimeout time.Duration
 	maxRepeats  int
 	maxParallel int
+	compact     func([]llm.Message, []llm.ToolSpec) ([]llm.Message, bool)
 	log         *slog.Logger
 }
 
@@ -120,6 +133,7 @@ func New(cfg Config) (*Agent, error) {
 		toolTimeout: cmpOr(cfg.ToolTimeout, DefaultToolTimeout),
 		maxRepeats:  cmpOr(cfg.MaxRepeats, DefaultMaxRepeats),
 		maxParallel: cmpOr(cfg.MaxParallel, DefaultMaxParallel),
+		compact:     cfg.Compact,
 		log:         cfg.Logger,
 		readOnly:    func(string) bool { return true },
 	}
@@ -147,6 +161,14 @@ func cmpOr[T comparable](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// Prefix is what every request sends before the history: the static system
+// message and the tool specs, the same values on every call. A caller that
+// estimates a request's size before the agent builds it (to compact the
+// history between turns) counts them in.
+func (a *Agent) Prefix() (system llm.Message, tools []llm.ToolSpec) {
+	return a.system, slices.Clip(a.specs)
 }
 
 // Turn is what one question produced.
@@ -261,6 +283,10 @@ type run struct {
 	rep      repeats
 	turn     Turn
 	began    time.Time
+	// wire, when set, is the compacted form of conv[:wireFrom] that
+	// requests send in its place (see Config.Compact).
+	wire     []llm.Message
+	wireFrom int
 }
 
 func (a *Agent) newRun(history []llm.Message, obs Observer) *run {
@@ -369,8 +395,8 @@ func (r *run) finish(ctx context.Context, note, mark string, sentinel error) (Tu
 func (r *run) request(ctx context.Context, specs []llm.ToolSpec) (llm.Message, error) {
 	r.step++
 	r.turn.Steps++
-	n := len(r.conv)
-	resp, err := r.a.model.Complete(ctx, llm.Request{Messages: r.conv[:n:n], Tools: specs})
+	msgs := r.wireMessages(specs)
+	resp, err := r.a.model.Complete(ctx, llm.Request{Messages: msgs, Tools: specs})
 	if err != nil {
 		return llm.Message{}, fmt.Errorf("agent: step %d: model request: %w", r.step, err)
 	}
@@ -383,6 +409,31 @@ func (r *run) request(ctx context.Context, specs []llm.ToolSpec) (llm.Message, e
 		"prompt_tokens", resp.Usage.PromptTokens, "cached_tokens", resp.Usage.CachedPromptTokens,
 		"completion_tokens", resp.Usage.CompletionTokens, "finish_reason", resp.FinishReason)
 	return msg, nil
+}
+
+// wireMessages is what the next request sends: conv, or the compacted prefix
+// and what came after it, compacted anew if Config.Compact says so.
+func (r *run) wireMessages(specs []llm.ToolSpec) []llm.Message {
+	n := len(r.conv)
+	msgs := r.conv[:n:n]
+	if r.wire != nil {
+		msgs = slices.Concat(r.wire, r.conv[r.wireFrom:n])
+	}
+	if r.a.compact == nil {
+		return msgs
+	}
+	tools := specs
+	if tools == nil {
+		// The final request without tools is sized as if they were
+		// sent, so it does not compact where the others would not.
+		tools = r.a.specs
+	}
+	if c, changed := r.a.compact(msgs, tools); changed {
+		r.a.log.Info("compacted a turn's request", "step", r.step, "messages_before", len(msgs), "messages_after", len(c))
+		r.wire, r.wireFrom = slices.Clip(c), n
+		return r.wire
+	}
+	return msgs
 }
 
 // stepDone hands the messages appended since the last report, and the usage

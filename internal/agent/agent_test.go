@@ -1067,3 +1067,66 @@ func TestRunLogsOneLinePerTurn(t *testing.T) {
 		t.Error("tool output logged at Info")
 	}
 }
+
+// A turn that outgrows the budget on its own is compacted before the request
+// that would overflow, once: later requests extend the compacted prefix, and
+// what the turn reports (Appended, StepDone) stays complete.
+func TestRunCompactHook(t *testing.T) {
+	big := strings.Repeat("x", 4000)
+	box := newBox(fixed("read_file", big))
+	model := newModel(t,
+		callTools(llm.Usage{}, tc("1", "read_file", `{"path":"a"}`)),
+		callTools(llm.Usage{}, tc("2", "read_file", `{"path":"b"}`)),
+		callTools(llm.Usage{}, tc("3", "read_file", `{"path":"c"}`)),
+		answer("done", llm.Usage{}),
+	)
+	var calls int
+	compact := func(msgs []llm.Message, tools []llm.ToolSpec) ([]llm.Message, bool) {
+		calls++
+		if len(tools) == 0 {
+			t.Errorf("Compact got no tools")
+		}
+		size := 0
+		for _, m := range msgs {
+			size += len(m.Content)
+		}
+		if size < 6000 {
+			return msgs, false
+		}
+		// Stub every tool result so far, as session.Compact would.
+		out := slices.Clone(msgs)
+		for i := range out {
+			if out[i].Role == llm.RoleTool {
+				out[i].Content = "[elided]"
+			}
+		}
+		return out, true
+	}
+	rec := &recorder{}
+	a := newAgent(t, Config{Model: model, Tools: box, Compact: compact})
+	turn, err := a.Run(t.Context(), nil, userMsg("q"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 4 {
+		t.Errorf("Compact called %d times, want once per request (4)", calls)
+	}
+	reqs := model.requests()
+	// Request 3 is the first over the limit: it goes out compacted; request
+	// 4 extends it (the third result is below the limit again).
+	if got := reqs[2].Messages[3].Content; got != "[elided]" {
+		t.Errorf("request 3 sends the first result as %q, want it elided", got)
+	}
+	if diff := cmp.Diff(reqs[2].Messages, reqs[3].Messages[:len(reqs[2].Messages)]); diff != "" {
+		t.Errorf("request 4 does not extend the compacted request 3 (-3 +4):\n%s", diff)
+	}
+	if got := reqs[3].Messages[len(reqs[3].Messages)-1].Content; got != big {
+		t.Errorf("the result after the compaction is sent as %.20q, want it whole", got)
+	}
+	for _, m := range slices.Concat(turn.Appended, rec.stepped()) {
+		if m.Role == llm.RoleTool && m.Content != big {
+			t.Errorf("reported tool result %.20q, want the full result: compaction changes only what is sent", m.Content)
+		}
+	}
+	checkPaired(t, reqs[3].Messages)
+}

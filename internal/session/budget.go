@@ -356,3 +356,61 @@ func truncate(s string, max int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// Compactor returns the hook agent.Config.Compact takes: it compacts a
+// request's messages (system prompt first) with Compact when the calibrated
+// estimate, tools included, is over budget. A budget of 0 or less turns it
+// off.
+func (c *Calibrator) Compactor(model string, budget int) func([]llm.Message, []llm.ToolSpec) ([]llm.Message, bool) {
+	return func(msgs []llm.Message, tools []llm.ToolSpec) ([]llm.Message, bool) {
+		if budget <= 0 {
+			return msgs, false
+		}
+		return Compact(msgs, budget, c.Estimator(model, tools))
+	}
+}
+
+// contextWindows are the context sizes, in tokens, of models people point
+// askrepo at, by name prefix (longest prefix wins).
+var contextWindows = map[string]int{
+	"gpt-4.1":       1_047_576,
+	"gpt-4o":        128_000,
+	"gpt-5":         400_000,
+	"o3":            200_000,
+	"o4-mini":       200_000,
+	"deepseek-chat": 128_000,
+	"deepseek-r":    128_000,
+	"claude":        200_000,
+	"qwen":          32_768,
+	"llama3":        128_000,
+	"mistral":       32_000,
+}
+
+// Budget bounds for DefaultBudget: a share of the window leaves room for the
+// answer and the turn's own growth; the cap keeps a request's cost sane on
+// models with huge windows, where a long prompt is slow and expensive even if
+// it fits; unknown models get what fits a 100k window.
+const (
+	budgetShare   = 0.6
+	budgetCap     = 120_000
+	budgetUnknown = 60_000
+)
+
+// DefaultBudget is the context budget, in prompt tokens, for a model: 60% of
+// its known context window, at most 120k; 60k for a model it does not know.
+func DefaultBudget(model string) int {
+	name := strings.ToLower(model)
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:] // "deepseek/deepseek-chat", "openai/gpt-4o"
+	}
+	best, window := "", 0
+	for prefix, w := range contextWindows {
+		if strings.HasPrefix(name, prefix) && len(prefix) > len(best) {
+			best, window = prefix, w
+		}
+	}
+	if window == 0 {
+		return budgetUnknown
+	}
+	return min(int(float64(window)*budgetShare), budgetCap)
+}

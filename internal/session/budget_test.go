@@ -324,3 +324,56 @@ func TestCalibratorConcurrent(t *testing.T) {
 		t.Errorf("Factor = %v; want 1.2", f)
 	}
 }
+
+func TestDefaultBudget(t *testing.T) {
+	tests := []struct {
+		model string
+		want  int
+	}{
+		{"gpt-4.1-mini", 120_000},
+		{"gpt-4o-2024-08-06", 76_800},
+		{"openai/gpt-4o", 76_800},
+		{"qwen2.5-coder:7b", 19_660},
+		{"Qwen3-32B", 19_660},
+		{"some-local-model", 60_000},
+	}
+	for _, tt := range tests {
+		if got := DefaultBudget(tt.model); got != tt.want {
+			t.Errorf("DefaultBudget(%q) = %d, want %d", tt.model, got, tt.want)
+		}
+	}
+}
+
+func TestCompactor(t *testing.T) {
+	var c Calibrator
+	hist := []llm.Message{
+		{Role: llm.RoleSystem, Content: "system"},
+		{Role: llm.RoleUser, Content: "q1"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "1", Name: "read_file", Arguments: `{"path":"a.go"}`}}},
+		{Role: llm.RoleTool, ToolCallID: "1", Content: strings.Repeat("line\n", 2000)},
+		{Role: llm.RoleAssistant, Content: "a1"},
+		{Role: llm.RoleUser, Content: "q2"},
+	}
+	tools := []llm.ToolSpec{{Name: "read_file", Description: "reads", Parameters: []byte(`{}`)}}
+	tests := []struct {
+		name    string
+		budget  int
+		changed bool
+	}{
+		{"off", 0, false},
+		{"under budget", 100_000, false},
+		{"over budget", 1_000, true},
+	}
+	for _, tt := range tests {
+		out, changed := c.Compactor("m", tt.budget)(hist, tools)
+		if changed != tt.changed {
+			t.Errorf("%s: changed = %v, want %v", tt.name, changed, tt.changed)
+		}
+		if changed && !strings.HasPrefix(out[3].Content, elidedPrefix) {
+			t.Errorf("%s: tool result = %.30q, want it elided", tt.name, out[3].Content)
+		}
+		if !changed && len(out) != len(hist) {
+			t.Errorf("%s: unchanged output differs", tt.name)
+		}
+	}
+}
