@@ -41,7 +41,7 @@ func TestGitLog(t *testing.T) {
 		{name: "grep searches the body too", args: map[string]any{"grep": "seen in production"},
 			want: "1 commit: message contains \"seen in production\", newest first\n" + guard},
 		{name: "grep is literal text, not a regexp", args: map[string]any{"grep": "Add.*"},
-			want: "no commits: message contains \"Add.*\". grep searches commit messages, pickaxe searches the code a commit added or removed, author matches part of a name or email; loosen a filter, or check the path with glob.\n",
+			want:    "no commits: message contains \"Add.*\". grep searches commit messages, pickaxe searches the code a commit added or removed, author matches part of a name or email; loosen a filter, or check the path with glob.\n",
 			summary: "no commits"},
 		{name: "pickaxe finds where a string was added", args: map[string]any{"pickaxe": "emptyInputGuard"},
 			want: "1 commit: adds or removes \"emptyInputGuard\", newest first\n" + guard},

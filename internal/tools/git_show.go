@@ -103,7 +103,9 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 	}
 
 	argv := append([]string{"show", "--date=iso",
-		"--format=commit %H%nAuthor: %an <%ae>%nDate:   %ad%nParents: %p%n%n%B",
+		// format: (not tformat:) so one blank line, not two, parts the
+		// message from the diffstat.
+		"--pretty=format:commit %H%nAuthor: %an <%ae>%nDate:   %ad%nParents: %p%n%n%B",
 		"--stat=1000,800," + strconv.Itoa(statFiles), "--stat-graph-width=20"}, gitDiffFlags...)
 	argv = append(argv, "--end-of-options", sha, "--")
 	meta, truncated, err := s.git.output(ctx, showMetaLimit, argv...)
@@ -111,7 +113,8 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 		return "", err
 	}
 	var b strings.Builder
-	b.Write(bytes.TrimRight(meta, "\n"))
+	b.WriteString(strings.Replace(strings.ToValidUTF8(string(bytes.TrimRight(meta, "\n")), "\uFFFD"),
+		"\nParents: \n", "\nParents: none (the first commit)\n", 1))
 	b.WriteByte('\n')
 	if truncated {
 		fmt.Fprintf(&b, "[message and file list cut at %d KB]\n", showMetaLimit>>10)

@@ -483,3 +483,30 @@ func TestDenyExcludes(t *testing.T) {
 		t.Errorf("denyExcludes =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// BenchmarkGitTools measures one call of each tool on the fixture: mostly
+// the cost of starting git three or four times per call.
+func BenchmarkGitTools(b *testing.B) {
+	repo := histFixture(b)
+	gitLog, gitShow, gitBlame := gitTools(b, repo.dir, GitOptions{})
+	for _, c := range []struct {
+		name string
+		tool Tool
+		args string
+	}{
+		{"log", gitLog, `{"limit":20}`},
+		{"log_follow", gitLog, `{"path":"lexer.go"}`},
+		{"log_pickaxe", gitLog, `{"pickaxe":"emptyInputGuard"}`},
+		{"show_stat", gitShow, `{"commit":"HEAD~1"}`},
+		{"show_diff", gitShow, `{"commit":"HEAD~1","path":"lexer.go"}`},
+		{"blame", gitBlame, `{"path":"table.txt","end":400}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.tool.Run(b.Context(), json.RawMessage(c.args)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
