@@ -10,12 +10,17 @@
 // update never waits for running turns, and a turn never waits for an
 // update longer than it takes to swap a pointer.
 //
+// On disk, a url repo lives in DataDir/repos/<name>: git/ is a bare clone
+// holding the objects (remote.origin.url without credentials), trees/ the
+// worktrees leases point into, named <n>-<sha12>.
+//
 // Credentials for remotes come from the environment and reach git only
 // through its environment: never argv, never a file in the clone, never a
 // log line or an error (see auth).
 //
-// It imports internal/tools (for the Workspace wall) and internal/config,
-// and nothing that talks to Slack or a model.
+// It imports internal/tools (the Workspace wall), internal/cite (web views
+// for permalinks) and internal/config, and nothing that talks to Slack or
+// a model.
 package repos
 
 import (

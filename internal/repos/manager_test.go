@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/cite"
+	"github.com/askrepo/askrepo/internal/tools"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -61,7 +62,11 @@ func TestCloneThenSync(t *testing.T) {
 		t.Errorf("Dir = %s, want it under DataDir/repos/payments", l.Dir)
 	}
 	if l.Workspace == nil || l.Workspace.Dir() != l.Dir {
-		t.Errorf("Workspace is not over the lease's Dir")
+		t.Fatalf("Workspace is not over the lease's Dir")
+	}
+	// In a worktree .git is a file naming the clone's path on the host.
+	if _, _, err := l.Workspace.Open(".git"); !errors.Is(err, tools.ErrDenied) {
+		t.Errorf("Workspace.Open(.git) = %v, want ErrDenied", err)
 	}
 	if head := git(t, l.Dir, "rev-parse", "HEAD"); head != first {
 		t.Errorf("HEAD in Dir = %s, want %s", head, first)
@@ -506,5 +511,50 @@ func TestWebOverride(t *testing.T) {
 	defer l.Release()
 	if want := (cite.Web{Base: "https://git.acme.internal/acme/r", Kind: cite.KindGitea}); l.Web != want {
 		t.Errorf("Web = %+v, want %+v", l.Web, want)
+	}
+}
+
+// TestCloseWhileLeased: Close leaves a leased worktree in place for the
+// turn still running and deletes it at the release.
+func TestCloseWhileLeased(t *testing.T) {
+	up := newRemote(t)
+	up.commit("main", map[string]string{"f": "1"})
+	m := newManager(t, []Spec{{Name: "r", URL: up.URL, Channels: []string{"*"}}}, Options{})
+	l := acquire(t, m, "r")
+	m.Close()
+	if got := readFile(t, filepath.Join(l.Dir, "f")); got != "1" {
+		t.Errorf("leased file after Close = %q", got)
+	}
+	if err := m.SyncNow(t.Context(), "r"); !errors.Is(err, ErrClosed) {
+		t.Errorf("SyncNow after Close = %v, want ErrClosed", err)
+	}
+	l.Release()
+	if _, err := os.Stat(l.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("worktree after the last release following Close: %v", err)
+	}
+}
+
+// BenchmarkAcquireRelease is the per-turn cost of a lease: for a url repo
+// a counter under a mutex; for a local path also a git rev-parse.
+func BenchmarkAcquireRelease(b *testing.B) {
+	up := newRemote(b)
+	up.commit("main", map[string]string{"f": "1"})
+	local := b.TempDir()
+	git(b, local, "init", "--quiet")
+	git(b, local, "commit", "--quiet", "--allow-empty", "-m", "x")
+	m := newManager(b, []Spec{
+		{Name: "url", URL: up.URL, Channels: []string{"*"}},
+		{Name: "local", Path: local, Channels: []string{"*"}},
+	}, Options{})
+	for _, name := range []string{"url", "local"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				l, err := m.Acquire(b.Context(), name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.Release()
+			}
+		})
 	}
 }

@@ -84,7 +84,23 @@ var specKeys = []string{"name", "path", "url", "branch", "channels", "default_fo
 
 // LoadFile reads the repos section of the YAML file at path (the same file
 // BOT_CONFIG names; other sections are ignored) and validates it. A file
-// without a repos section gives no specs and no error.
+// without a repos section gives no specs and no error. The section looks
+// like this:
+//
+//	repos:
+//	  - name: payments
+//	    url: https://github.com/acme/payments.git  # or path: /srv/checkouts/payments
+//	    branch: main                               # default: the remote's default branch
+//	    channels: [C0123PAY, C0456OPS]             # channel IDs, "dm", or "*" for everywhere
+//	    default_for: [C0456OPS]                    # where it answers unnamed questions
+//	    deny: ["*.tfvars"]                         # more files the model may not read
+//	    web_url: https://github.com/acme/payments  # optional; derived from url otherwise
+//	    web_kind: github                           # github|gitlab|bitbucket|gitea|forgejo|codeberg
+//	    token_env: GITHUB_TOKEN                    # the variable's name, never the token
+//	  - name: infra
+//	    url: git@gitlab.example.com:ops/infra.git
+//	    ssh_key: /run/secrets/deploy_key           # or ssh_key_env: DEPLOY_KEY_PATH
+//	    channels: [C0456OPS, dm]
 func LoadFile(path string) ([]Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
