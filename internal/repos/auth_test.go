@@ -203,3 +203,44 @@ func TestTokenOverHTTP(t *testing.T) {
 		t.Errorf("error shows the token: %v", err)
 	}
 }
+
+// TestSSHKey: git reaches an ssh remote through the ssh program with the
+// configured key, in batch mode (never a prompt), the key path taken from
+// ssh_key or from the variable ssh_key_env names. A fake ssh on PATH
+// records its arguments and refuses, as an unreachable host would.
+func TestSSHKey(t *testing.T) {
+	bin := t.TempDir()
+	argsLog := filepath.Join(bin, "ssh.log")
+	script := "#!/bin/sh\nprintf '[%s]' \"$@\" >> '" + argsLog + "'\necho >> '" + argsLog + "'\necho 'ssh: connect to host refused' >&2\nexit 255\n"
+	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	key := filepath.Join(t.TempDir(), "deploy key")
+	if err := os.WriteFile(key, []byte("not really a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, []Spec{
+		{Name: "file", URL: "git@git.example.com:acme/a.git", SSHKey: key, Channels: []string{"*"}},
+		{Name: "env", URL: "ssh://git@git.example.com:2222/acme/b.git", SSHKeyEnv: "DEPLOY_KEY", Channels: []string{"*"}},
+	}, Options{GitTimeout: 10 * time.Second, Env: func(k string) (string, bool) { return key, k == "DEPLOY_KEY" }})
+	for _, h := range m.Health() {
+		if h.Available || !strings.Contains(h.LastError, "connect to host refused") {
+			t.Errorf("%s: Health = %+v, want unavailable with ssh's error", h.Name, h)
+		}
+	}
+	got := readFile(t, argsLog)
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("ssh ran %d times, want 2:\n%s", len(lines), got)
+	}
+	for _, want := range []string{
+		"[-o][BatchMode=yes][-o][StrictHostKeyChecking=accept-new][-i][" + key + "][-o][IdentitiesOnly=yes]",
+		"[git@git.example.com][git-upload-pack 'acme/a.git']",
+		"[-p][2222][git@git.example.com][git-upload-pack '/acme/b.git']",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ssh was not run with %q; it got:\n%s", want, got)
+		}
+	}
+}

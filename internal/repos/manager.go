@@ -191,6 +191,13 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 			if opts.DataDir == "" {
 				err = errors.Join(err, errors.New("url repositories need a data directory (BOT_DATA_DIR) to clone into"))
 			}
+			// The deny-list is parsed per worktree; a bad pattern must fail
+			// now, not at every sync.
+			if ws, werr := tools.NewWorkspace(os.TempDir(), tools.WorkspaceOptions{Deny: s.Deny}); werr != nil {
+				err = errors.Join(err, fmt.Errorf("deny: %w", werr))
+			} else {
+				ws.Close()
+			}
 			if abs, aerr := filepath.Abs(filepath.Join(opts.DataDir, "repos", s.Name)); aerr == nil {
 				r.root = abs
 			} else {

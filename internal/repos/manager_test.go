@@ -427,6 +427,7 @@ func TestNewErrors(t *testing.T) {
 		{Name: "gone", Path: filepath.Join(t.TempDir(), "missing"), Channels: []string{"*"}},
 		{Name: "tok", URL: "https://github.com/acme/x.git", TokenEnv: "ASKREPO_TEST_UNSET", Channels: []string{"*"}},
 		{Name: "key", URL: "git@github.com:acme/x.git", SSHKey: "/nonexistent/deploy_key", Channels: []string{"*"}},
+		{Name: "deny", URL: "https://github.com/acme/x.git", Deny: []string{"[abc"}, Channels: []string{"*"}},
 	}, Options{DataDir: t.TempDir(), Env: func(string) (string, bool) { return "", false }})
 	if err == nil {
 		t.Fatal("New: no error")
@@ -435,6 +436,7 @@ func TestNewErrors(t *testing.T) {
 		"repository gone: path", "is not a directory",
 		"repository tok: token_env: the environment variable ASKREPO_TEST_UNSET is not set",
 		"repository key: ssh key /nonexistent/deploy_key: not a readable file",
+		`repository deny: deny: workspace`, `deny pattern "[abc" is not a valid glob`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
