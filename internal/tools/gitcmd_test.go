@@ -370,6 +370,15 @@ func TestGitNotARepository(t *testing.T) {
 	}
 }
 
+func TestGitNotInstalled(t *testing.T) {
+	repo := histFixture(t)
+	gitLog, _, _ := gitTools(t, repo.dir, GitOptions{Binary: "no-such-git-binary"})
+	_, err := runGitTool(t, gitLog, map[string]any{})
+	if err == nil || !strings.Contains(err.Error(), "git is not installed on the server") {
+		t.Errorf("error = %v, want one saying git is missing", err)
+	}
+}
+
 func TestGitTimeoutKillsGit(t *testing.T) {
 	repo := histFixture(t)
 	real, err := exec.LookPath("git")
