@@ -85,6 +85,9 @@ func newCore(cfg config.Config, log *slog.Logger) (*core, error) {
 		tools.NewReadFile(ws),
 		tools.NewSearchCode(ws, tools.SearchCodeOptions{}),
 		tools.NewGlob(ws),
+		tools.NewGitLog(ws, tools.GitOptions{}),
+		tools.NewGitShow(ws, tools.GitOptions{}),
+		tools.NewGitBlame(ws, tools.GitOptions{}),
 	)
 	a, err := agent.New(agent.Config{
 		Model:       model,
