@@ -513,6 +513,11 @@ func unanswered(h []llm.Message) []llm.ToolCall {
 	return missing
 }
 
+// QuestionIndex is the index of the last user message that is a person's
+// question rather than a note of the loop, or -1: where the turn Resume
+// would continue starts.
+func QuestionIndex(h []llm.Message) int { return questionIndex(h) }
+
 // questionIndex is the index of the last user message that is a person's
 // question rather than a note of the loop, or -1.
 func questionIndex(h []llm.Message) int {

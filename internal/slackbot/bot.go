@@ -28,6 +28,34 @@ type Answerer interface {
 
 var _ Answerer = (*agent.Agent)(nil)
 
+// Resumer finishes a turn cut off by a restart from its persisted history
+// (see agent.Agent.Resume). An Answerer that also implements it gets
+// RecoverResume; one that does not gets RecoverRerun instead.
+type Resumer interface {
+	Resume(ctx context.Context, history []llm.Message, obs agent.Observer) (agent.Turn, error)
+}
+
+// prefixer reports what every request sends before the history (see
+// agent.Agent.Prefix), so the size of a request is estimated with it.
+type prefixer interface {
+	Prefix() (system llm.Message, tools []llm.ToolSpec)
+}
+
+var (
+	_ Resumer  = (*agent.Agent)(nil)
+	_ prefixer = (*agent.Agent)(nil)
+)
+
+// Recovery policies for turns a restart cut off (Config.Recovery).
+const (
+	// RecoverResume continues the turn from its last persisted step.
+	RecoverResume = "resume"
+	// RecoverRerun answers the question again from the start.
+	RecoverRerun = "rerun"
+	// RecoverReport only tells the thread to ask again.
+	RecoverReport = "report"
+)
+
 // Follow-up policies for messages in a thread that already has a session.
 const (
 	// FollowupsAll answers every human message in such a thread.
@@ -70,6 +98,19 @@ type Config struct {
 	// Commit reports the checkout's current commit, for the same reasons;
 	// nil or an error leaves it out.
 	Commit func(ctx context.Context) (string, error)
+
+	// Recovery is what happens at start to turns that a crash or a
+	// shutdown cut off: RecoverResume (default), RecoverRerun or
+	// RecoverReport. Either way the thread is told in one sentence.
+	Recovery string
+	// ContextBudget is the most prompt tokens a thread's history may take
+	// before it is compacted, once, between turns (session.Compact);
+	// 0 turns compaction off. Model names the model for the Calibrator,
+	// which learns from the prompt tokens each step reports how far the
+	// byte-based estimate is off; nil means one of the bot's own.
+	ContextBudget int
+	Model         string
+	Calibrator    *session.Calibrator
 
 	// Followups is FollowupsAll (default) or FollowupsMention.
 	Followups string
@@ -147,6 +188,11 @@ type Bot struct {
 	statusOff atomic.Bool
 
 	bg sync.WaitGroup // short background posts (refusals, hints)
+
+	// system and tools are what every request sends before the history,
+	// from the Answerer when it reports them; for estimates.
+	system llm.Message
+	tools  []llm.ToolSpec
 }
 
 // identity is who the bot is, from auth.test.
@@ -184,6 +230,16 @@ func New(cfg Config) (*Bot, error) {
 	default:
 		errs = append(errs, fmt.Errorf("follow-up policy %q is unknown; use %q or %q", cfg.Followups, FollowupsAll, FollowupsMention))
 	}
+	switch cfg.Recovery {
+	case "":
+		cfg.Recovery = RecoverResume
+	case RecoverResume, RecoverRerun, RecoverReport:
+	default:
+		errs = append(errs, fmt.Errorf("recovery policy %q is unknown; use %q, %q or %q", cfg.Recovery, RecoverResume, RecoverRerun, RecoverReport))
+	}
+	if cfg.ContextBudget < 0 {
+		errs = append(errs, errors.New("the context budget must not be negative (0 turns compaction off)"))
+	}
 	if cfg.MaxConcurrent < 0 || cfg.TurnTimeout < 0 || cfg.DrainTimeout < 0 || cfg.DedupeTTL < 0 || cfg.ProgressInterval < 0 || cfg.AckTimeout < 0 || cfg.PingInterval < 0 ||
 		cfg.PostInterval < 0 || cfg.UpdateInterval < 0 || cfg.PostBurst < 0 {
 		errs = append(errs, errors.New("limits and durations must not be negative"))
@@ -202,6 +258,12 @@ func New(cfg Config) (*Bot, error) {
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Calibrator == nil {
+		cfg.Calibrator = &session.Calibrator{}
+	}
+	if _, ok := cfg.Answerer.(Resumer); !ok && cfg.Recovery == RecoverResume {
+		cfg.Recovery = RecoverRerun
 	}
 
 	opts := []slack.Option{slack.OptionAppLevelToken(cfg.AppToken)}
@@ -240,16 +302,23 @@ func New(cfg Config) (*Bot, error) {
 		UpdateInterval: cfg.UpdateInterval,
 		Burst:          cfg.PostBurst,
 	})
+	if p, ok := cfg.Answerer.(prefixer); ok {
+		b.system, b.tools = p.Prefix()
+	}
 	b.queue = newDispatcher(cfg.MaxConcurrent, m)
 	b.queue.run, b.queue.reject, b.queue.queued = b.runTurn, b.reject, b.markQueued
 	b.turnCtx, b.cancelTurn = context.WithCancelCause(context.Background())
 	return b, nil
 }
 
-// Run checks the tokens, connects, and serves until ctx is cancelled. Then it
-// stops reading events (unacked ones are redelivered by Slack to whoever
-// connects next), lets running turns finish within DrainTimeout, cuts the
-// rest, tells queued questions that they were not answered, and returns nil.
+// Run checks the tokens, connects, and serves until ctx is cancelled. Before
+// it reads the first event it queues the turns a crash or a shutdown cut off
+// (see Recovery), each first in its thread's queue, so a new message in
+// such a thread waits for the old answer. When ctx is cancelled it stops
+// reading events (unacked ones are redelivered by Slack to whoever connects
+// next), lets running turns finish within DrainTimeout, cuts the rest and
+// marks them interrupted for the next start, tells queued questions that
+// they were not answered, and returns nil.
 // It returns an error at once for tokens Slack refuses, and later if the
 // connection fails for good.
 func (b *Bot) Run(ctx context.Context) error {
@@ -269,6 +338,8 @@ func (b *Bot) Run(ctx context.Context) error {
 	if _, _, err := b.api.StartSocketModeContext(ctx); err != nil {
 		return fmt.Errorf("open a Socket Mode connection with the app-level token: %w (it must be an xapp- token with the connections:write scope, and Socket Mode must be enabled for the app)", err)
 	}
+
+	b.recoverTurns(ctx)
 
 	var smOpts []socketmode.Option
 	if b.cfg.PingInterval > 0 {

@@ -3,6 +3,7 @@ package slackbot
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +21,7 @@ type fakeOpenAI struct {
 
 	mu       sync.Mutex
 	requests []chatRequest
+	bodies   [][]byte // raw, as sent
 	script   func(chatRequest) fakeReply
 	calls    int
 }
@@ -80,19 +82,28 @@ func (f *fakeOpenAI) Requests() []chatRequest {
 	return append([]chatRequest(nil), f.requests...)
 }
 
+// Bodies returns the raw request bodies, to compare bytes.
+func (f *fakeOpenAI) Bodies() [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([][]byte(nil), f.bodies...)
+}
+
 func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
 		http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
 		return
 	}
 	var req chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	body, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(body, &req); err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error"}}`, err.Error())
 		return
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
+	f.bodies = append(f.bodies, body)
 	f.calls++
 	n := f.calls
 	script := f.script

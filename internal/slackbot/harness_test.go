@@ -45,6 +45,13 @@ type harnessOpts struct {
 	script func(chatRequest) fakeReply
 	stream bool
 	cfg    func(*Config)
+	// slack, ai and store, when set, are shared with another harness: a
+	// restart is a second bot on the first one's store and fakes.
+	slack *slacktest.Server
+	ai    *fakeOpenAI
+	store *session.Memory
+	// files are written into the repository besides README.md and main.go.
+	files map[string]string
 }
 
 func newHarness(t testing.TB, o harnessOpts) *harness {
@@ -52,13 +59,26 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.script == nil {
 		o.script = readThenAnswer
 	}
-	srv := slacktest.New()
-	t.Cleanup(srv.Close)
-	ai := newFakeOpenAI(t, o.script)
+	srv := o.slack
+	if srv == nil {
+		srv = slacktest.New()
+		t.Cleanup(srv.Close)
+	}
+	ai := o.ai
+	if ai == nil {
+		ai = newFakeOpenAI(t, o.script)
+	}
+	store := o.store
+	if store == nil {
+		store = session.NewMemory()
+	}
 
 	repo := t.TempDir()
 	writeFile(t, filepath.Join(repo, "README.md"), "# widget\n\nA widget service.\n")
 	writeFile(t, filepath.Join(repo, "main.go"), "package main\n\nfunc main() {}\n")
+	for name, content := range o.files {
+		writeFile(t, filepath.Join(repo, name), content)
+	}
 	ws, err := tools.NewWorkspace(repo, tools.WorkspaceOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -74,13 +94,14 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, slack: srv, ai: ai, store: session.NewMemory(), logs: &syncBuffer{}, done: make(chan error, 1)}
+	h := &harness{t: t, slack: srv, ai: ai, store: store, logs: &syncBuffer{}, done: make(chan error, 1)}
 	cfg := Config{
 		BotToken:         slacktest.DefaultBotToken,
 		AppToken:         slacktest.DefaultAppToken,
 		APIURL:           srv.APIURL(),
 		Answerer:         ag,
 		Store:            h.store,
+		Model:            "fake-model",
 		RepoName:         "acme/widget",
 		Commit:           func(context.Context) (string, error) { return "0123456789abcdef", nil },
 		PostInterval:     time.Millisecond,
@@ -97,6 +118,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	connected := srv.Connections()
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.bot.Run(ctx) }()
@@ -108,7 +130,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 			t.Logf("bot log:\n%s", h.logs.String())
 		}
 	})
-	if err := srv.WaitConnected(h.ctx(), 1); err != nil {
+	if err := srv.WaitConnected(h.ctx(), connected+1); err != nil {
 		t.Fatalf("bot did not connect: %v\n%s", err, h.logs.String())
 	}
 	return h

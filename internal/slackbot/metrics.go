@@ -24,6 +24,7 @@ type metrics struct {
 	ignored          *prometheus.CounterVec // events not answered, by reason
 	refused          prometheus.Counter
 	connected        prometheus.Gauge
+	compactions      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -58,10 +59,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Questions from channels or users not on the allow-lists."}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "socket_connected",
 			Help: "1 while the Socket Mode connection is up."}),
+		compactions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "history_compactions_total",
+			Help: "Thread histories compacted between turns to stay under the context budget."}),
 	}
 	for _, c := range []prometheus.Collector{m.turns, m.toolCalls, m.toolSeconds, m.stepSeconds, m.tokens,
 		m.slackErrors, m.slackRateLimited, m.queueDepth, m.running, m.ackSeconds, m.ackFailures,
-		m.ignored, m.refused, m.connected} {
+		m.ignored, m.refused, m.connected, m.compactions} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -3,11 +3,14 @@ package slackbot
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -21,6 +24,15 @@ type progress struct {
 	b      *Bot
 	in     inbound
 	turnID string
+	// ctx is the turn's context: its cause tells a step cut by shutdown.
+	// cancel stops the turn when the store says another process has it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// reqHist is the history the turn's next request sends (as the store has
+	// it, without the system prompt), for calibrating the estimator; the
+	// turn goroutine sets it before the agent runs, StepDone extends it.
+	reqHist []llm.Message
 
 	// started and hitMaxSteps are the turn goroutine's: whether the store
 	// has the turn, and whether the agent was cut at its step limit (the
@@ -49,11 +61,13 @@ type progress struct {
 
 var _ agent.Observer = (*progress)(nil)
 
-func newProgress(b *Bot, in inbound, turnID string) *progress {
+func newProgress(b *Bot, in inbound, turnID string, ctx context.Context, cancel context.CancelCauseFunc) *progress {
 	p := &progress{
 		b:        b,
 		in:       in,
 		turnID:   turnID,
+		ctx:      ctx,
+		cancel:   cancel,
 		byID:     make(map[string]int),
 		stepMark: time.Now(),
 		kick:     make(chan struct{}, 1),
@@ -106,11 +120,21 @@ func (p *progress) StepDone(step int, appended []llm.Message, usage llm.Usage) {
 	p.stepMark, p.stepTimed = time.Now(), false
 	p.mu.Unlock()
 
+	p.observe(appended, usage)
+	if p.b.cfg.Recovery != RecoverReport && errors.Is(context.Cause(p.ctx), errShutdown) {
+		// The results of a step cut by shutdown say "cancelled"; stored
+		// without them, the calls are run again when the turn resumes.
+		appended = withoutCutResults(appended)
+	}
+
 	// Persisting as each step completes means a crash loses at most the
 	// step in flight. The store write is short; the loop waits for it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.b.cfg.Store.AppendStep(ctx, p.turnID, appended, usage); err != nil {
+		if errors.Is(err, session.ErrTurnEnded) {
+			p.cancel(errTakenOver)
+		}
 		p.b.log.Error("persist a step", "thread", p.in.Key.String(), "turn", p.turnID, "step", step, "err", err)
 		p.mu.Lock()
 		if p.persist == nil {
@@ -118,6 +142,28 @@ func (p *progress) StepDone(step int, appended []llm.Message, usage llm.Usage) {
 		}
 		p.mu.Unlock()
 	}
+}
+
+// observe teaches the calibrator how far the estimate of the request that
+// produced this step was from the prompt tokens the server reported. The
+// request was the history so far plus any note the loop added before the
+// reply; a step made of two requests (an empty reply asked again) reports
+// their sum and is skipped.
+func (p *progress) observe(appended []llm.Message, usage llm.Usage) {
+	reply := slices.IndexFunc(appended, func(m llm.Message) bool { return m.Role == llm.RoleAssistant })
+	if p.reqHist != nil && reply == 0 && usage.PromptTokens > 0 {
+		p.b.cfg.Calibrator.Observe(p.b.cfg.Model, p.b.estimateRaw(p.reqHist), usage.PromptTokens)
+	}
+	p.reqHist = append(p.reqHist, appended...)
+}
+
+// withoutCutResults drops the tool results after the step's last tool call
+// message, leaving the calls unanswered for Resume to run again.
+func withoutCutResults(msgs []llm.Message) []llm.Message {
+	if !slices.ContainsFunc(msgs, func(m llm.Message) bool { return m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0 }) {
+		return msgs
+	}
+	return slices.DeleteFunc(slices.Clone(msgs), func(m llm.Message) bool { return m.Role == llm.RoleTool })
 }
 
 // timeStepLocked observes the model's latency for the current step: the time

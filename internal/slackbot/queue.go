@@ -16,6 +16,9 @@ type job struct {
 	// nil if the job never waited. The turn waits for it before swapping
 	// the reaction, so the swap cannot overtake the add.
 	queuedSign chan struct{}
+	// recovered is set for a turn a restart cut off, to be finished
+	// rather than started.
+	recovered *recovery
 }
 
 // dispatcher runs each thread's jobs one at a time in arrival order, and at

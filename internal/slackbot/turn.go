@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,9 @@ const (
 var (
 	errShutdown    = errors.New("the service is shutting down")
 	errTurnTimeout = errors.New("turn timeout")
+	// errTakenOver means another process continued this turn (see
+	// Store.ContinueTurn): its answer is theirs to post.
+	errTakenOver = errors.New("turn taken over by another process")
 )
 
 // stoppedBy is the cancellation cause of a turn stopped with the button.
@@ -62,6 +66,11 @@ const (
 	outcomeStepLimit   = "step_limit"
 	outcomeInternal    = "internal_error"
 	outcomeNotStarted  = "not_started"
+	// A turn a restart cut off, found at start: only reported
+	// (RecoverReport), or its answer was already in the thread.
+	outcomeReported      = "reported_after_restart"
+	outcomeAlreadyPosted = "already_posted"
+	outcomeTakenOver     = "taken_over"
 )
 
 // turnResult gathers what the summary line and the metrics report.
@@ -83,6 +92,9 @@ func (b *Bot) runTurn(j *job) {
 	start := time.Now()
 	res := turnResult{id: newID(8)}
 	log := b.log.With("thread", in.Key.String(), "turn", res.id)
+	if j.recovered != nil {
+		log = log.With("continues", j.recovered.turn.ID, "recovery", j.recovered.mode)
+	}
 
 	ctx, cancel := context.WithCancelCause(b.turnCtx)
 	defer cancel(nil)
@@ -107,11 +119,21 @@ func (b *Bot) runTurn(j *job) {
 		<-j.queuedSign
 		b.unreact(post, in, reactQueued)
 	}
+	if j.recovered != nil && !b.claim(post, j, res.id, log) {
+		return
+	}
 	b.react(post, in, reactWorking)
 	b.setStatus(post, in, "is reading the repository…")
 
-	prog := newProgress(b, in, res.id)
-	answer, commit, err := b.answer(ctx, in, res.id, prog)
+	prog := newProgress(b, in, res.id, ctx, cancel)
+	var answer, commit string
+	var err error
+	if j.recovered != nil {
+		prog.started = true // the claim started it
+		answer, commit, err = b.resume(ctx, j, prog)
+	} else {
+		answer, commit, err = b.answer(ctx, in, res.id, prog)
+	}
 	prog.finish()
 	res.steps, res.toolCalls, res.usage = prog.totals()
 	if perr := prog.persistErr(); err == nil && perr != nil {
@@ -120,34 +142,43 @@ func (b *Bot) runTurn(j *job) {
 		err = perr
 	}
 
-	state := session.TurnDone
 	switch {
+	case errors.Is(context.Cause(ctx), errTakenOver):
+		// Its writes were refused: another process owns the turn now.
+		res.outcome = outcomeTakenOver
+		log.Warn("turn taken over by another process; leaving the thread to it")
+		b.unreact(post, in, reactWorking)
 	case err == nil:
 		res.outcome = outcomeAnswered
 		b.postAnswer(post, in, answer, commit, res, time.Since(start), log)
+		// Ended at once, before anything cosmetic: a crash between the
+		// post and this write is the one window in which a restart finds
+		// the turn unfinished with its answer posted (claim checks the
+		// thread for it).
+		b.endTurn(post, prog, res.id, session.TurnDone, "", log)
 		b.unreact(post, in, reactWorking)
 		b.react(post, in, reactDone)
 	default:
 		var sentence string
-		res.outcome, state, sentence = classify(err, context.Cause(ctx), b.cfg.TurnTimeout)
+		var state session.TurnState
+		res.outcome, state, sentence = classify(err, context.Cause(ctx), b.cfg.TurnTimeout, b.cfg.Recovery)
 		res.err = err
 		if res.outcome == outcomeStopped {
 			var s *stoppedBy
 			errors.As(context.Cause(ctx), &s)
 			b.postOut(post, in, Outgoing{Text: fmt.Sprintf("<@%s> stopped this answer.", s.user)}, log)
+		} else if state == session.TurnInterrupted {
+			log.Warn("turn interrupted by shutdown; the next start picks it up", "outcome", res.outcome, "err", err)
+			b.postOut(post, in, Outgoing{Text: sentence}, log)
 		} else {
 			res.ref = newID(3)
 			log.Error("turn failed", "ref", res.ref, "outcome", res.outcome, "err", err)
 			b.postOut(post, in, ErrorMessage(sentence, res.ref), log)
 		}
+		b.endTurn(post, prog, res.id, state, res.ref, log)
 		b.unreact(post, in, reactWorking)
-		if res.outcome != outcomeStopped {
+		if res.outcome != outcomeStopped && state != session.TurnInterrupted {
 			b.react(post, in, reactFailed)
-		}
-	}
-	if prog.started {
-		if err := b.cfg.Store.EndTurn(post, res.id, state, res.ref); err != nil {
-			log.Error("record the end of a turn", "err", err)
 		}
 	}
 
@@ -167,20 +198,42 @@ func (b *Bot) runTurn(j *job) {
 	)
 }
 
-// answer loads the thread's history, records the turn as started, and runs
-// the agent.
+// endTurn records where a started turn ended: a final state, or interrupted
+// (not ended) so the next start picks it up.
+func (b *Bot) endTurn(ctx context.Context, prog *progress, turnID string, state session.TurnState, ref string, log *slog.Logger) {
+	if !prog.started {
+		return
+	}
+	var err error
+	if state == session.TurnInterrupted {
+		err = b.cfg.Store.SetTurnState(ctx, turnID, state)
+	} else {
+		err = b.cfg.Store.EndTurn(ctx, turnID, state, ref)
+	}
+	if err != nil {
+		log.Error("record the end of a turn", "state", state, "err", err)
+	}
+}
+
+func (b *Bot) commit(ctx context.Context) string {
+	if b.cfg.Commit == nil {
+		return ""
+	}
+	c, err := b.cfg.Commit(ctx)
+	if err != nil {
+		b.log.Warn("read the checkout's commit", "err", err)
+	}
+	return c
+}
+
+// answer loads the thread's history, compacts it if it is over the budget,
+// records the turn as started, and runs the agent.
 func (b *Bot) answer(ctx context.Context, in inbound, turnID string, prog *progress) (answer, commit string, err error) {
 	sess, ok, err := b.cfg.Store.Session(ctx, in.Key)
 	if err != nil {
 		return "", "", fmt.Errorf("load the thread's session: %w", err)
 	}
-	if b.cfg.Commit != nil {
-		c, cerr := b.cfg.Commit(ctx)
-		if cerr != nil {
-			b.log.Warn("read the checkout's commit", "err", cerr)
-		}
-		commit = c
-	}
+	commit = b.commit(ctx)
 	text := in.Text
 	if !ok || len(sess.History) == 0 {
 		// Volatile facts go in front of the first question, not into the
@@ -188,6 +241,7 @@ func (b *Bot) answer(ctx context.Context, in inbound, turnID string, prog *progr
 		text = agent.ContextPreamble(b.cfg.RepoName, commit, time.Now(), in.User) + text
 	}
 	user := llm.Message{Role: llm.RoleUser, Content: text}
+	history := b.compactHistory(ctx, in.Key, sess.History, user)
 	t := session.Turn{
 		ID:       turnID,
 		Key:      in.Key,
@@ -206,7 +260,8 @@ func (b *Bot) answer(ctx context.Context, in inbound, turnID string, prog *progr
 			b.log.Warn("record a session's commit", "thread", in.Key.String(), "err", err)
 		}
 	}
-	turn, err := b.cfg.Answerer.Run(ctx, sess.History, user, prog)
+	prog.reqHist = append(slices.Clip(history), user)
+	turn, err := b.cfg.Answerer.Run(ctx, history, user, prog)
 	if err != nil {
 		return "", commit, err
 	}
@@ -246,15 +301,17 @@ func (b *Bot) postOut(ctx context.Context, in inbound, m Outgoing, log *slog.Log
 // classify maps a failed turn to an outcome, a store state and the one
 // sentence people see. Nothing in the sentence comes from the error itself:
 // raw errors may hold host paths, URLs or server messages.
-func classify(err, cause error, timeout time.Duration) (outcome string, state session.TurnState, sentence string) {
+func classify(err, cause error, timeout time.Duration, recovery string) (outcome string, state session.TurnState, sentence string) {
 	var stop *stoppedBy
 	switch {
 	case errors.As(cause, &stop):
 		return outcomeStopped, session.TurnStopped, ""
-	case errors.Is(cause, errShutdown):
-		// Stored as failed, not interrupted: the thread is told to ask
-		// again, so nothing may resume this turn later.
+	case errors.Is(cause, errShutdown) && recovery == RecoverReport:
+		// Stored as failed: the thread is told to ask again, so nothing
+		// may pick this turn up later.
 		return outcomeInterrupted, session.TurnFailed, "I was restarted before I could finish this answer; please ask again."
+	case errors.Is(cause, errShutdown):
+		return outcomeInterrupted, session.TurnInterrupted, noteWillResume
 	case errors.Is(cause, errTurnTimeout):
 		return outcomeTimeout, session.TurnFailed, fmt.Sprintf("This took longer than my limit of %s, so I stopped; a narrower question may work.", humanDuration(timeout))
 	case errors.Is(err, llm.ErrRateLimited):
@@ -336,15 +393,21 @@ func (b *Bot) cosmetic(method string, err error) {
 
 // reject tells a question that was queued when shutdown began that it will
 // not be answered here, so it is not silently dropped.
+// A recovered turn that did not get to run stays unfinished in the store, so
+// the next start takes it up; its thread is told so.
 func (b *Bot) reject(j *job) {
 	b.metrics.turns.WithLabelValues(outcomeNotStarted).Inc()
-	b.log.Warn("queued question not started before shutdown", "thread", j.in.Key.String(), "user", j.in.User)
+	b.log.Warn("queued question not started before shutdown", "thread", j.in.Key.String(), "user", j.in.User, "recovered", j.recovered != nil)
+	note := "I am restarting and did not get to this question; please ask again in a minute."
+	if j.recovered != nil && j.recovered.mode != RecoverReport {
+		note = noteNotStartedRe
+	}
 	b.background(func(ctx context.Context) {
 		if j.queuedSign != nil {
 			<-j.queuedSign
 			b.unreact(ctx, j.in, reactQueued)
 		}
-		b.postNote(ctx, j.in, "I am restarting and did not get to this question; please ask again in a minute.")
+		b.postNote(ctx, j.in, note)
 	})
 }
 

@@ -1,0 +1,222 @@
+package slackbot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/session"
+)
+
+// What a thread is told about a turn a restart cut off. One sentence each.
+const (
+	noteResuming     = "My answer to this was interrupted by a restart; I am picking it up where I left off."
+	noteRerunning    = "My answer to this was interrupted by a restart; I am starting it over."
+	noteAskAgain     = "My answer to this was interrupted by a restart; please ask again."
+	noteWillResume   = "I am restarting; I will pick this up when I am back."
+	noteNotStartedRe = "I am restarting before I could get back to this; I will pick it up when I am back."
+)
+
+// recovery is what a job carries when it finishes a turn that a crash or a
+// shutdown cut off, instead of answering a new message.
+type recovery struct {
+	turn session.Turn // the cut-off turn as the store has it
+	mode string       // RecoverResume, RecoverRerun or RecoverReport
+}
+
+// recoverTurns queues the turns a crash or a shutdown left unfinished.
+// It runs before the first event is read, so each is first in its thread's
+// queue and the thread keeps its order. Nothing is claimed here: the job
+// claims its turn when it runs (see claim), so a job that never runs (a
+// shutdown first) leaves the turn for the next start.
+//
+// A thread normally has at most one unfinished turn (its turns run one at a
+// time); if it has more, only the newest is continued and the older ones
+// are reported, since the history has moved past their questions.
+func (b *Bot) recoverTurns(ctx context.Context) {
+	turns, err := b.cfg.Store.Unfinished(ctx)
+	if err != nil {
+		b.log.Error("list turns a restart cut off; they stay for the next start", "err", err)
+		return
+	}
+	if len(turns) == 0 {
+		return
+	}
+	newest := make(map[session.Key]string, len(turns))
+	for _, t := range turns { // oldest first
+		newest[t.Key] = t.ID
+	}
+	b.log.Info("recovering turns a restart cut off", "count", len(turns), "mode", b.cfg.Recovery)
+	for _, t := range turns {
+		mode := b.cfg.Recovery
+		if newest[t.Key] != t.ID {
+			mode = RecoverReport
+		}
+		in := inbound{Key: t.Key, User: t.User, TS: t.MsgTS, Text: t.Question}
+		b.queue.enqueue(&job{in: in, arrived: time.Now(), recovered: &recovery{turn: t, mode: mode}})
+	}
+}
+
+// claim takes a recovered job's turn for this process, or reports false if
+// there is nothing (more) to do: another process claimed it, it is only
+// reported, or its answer is already in the thread. It is the guard against
+// answering twice: the store lets exactly one ContinueTurn (or EndTurn) of a
+// turn succeed, so two starts, or a start after a crash during recovery,
+// cannot both answer.
+func (b *Bot) claim(ctx context.Context, j *job, turnID string, log *slog.Logger) bool {
+	rc := j.recovered
+	old := rc.turn
+	if rc.mode == RecoverReport {
+		ref := newID(3)
+		if err := b.cfg.Store.EndTurn(ctx, old.ID, session.TurnFailed, ref); err != nil {
+			b.lostClaim(err, log)
+			return false
+		}
+		b.postOut(ctx, j.in, Outgoing{Text: noteAskAgain}, log)
+		b.react(ctx, j.in, reactFailed)
+		b.metrics.turns.WithLabelValues(outcomeReported).Inc()
+		log.Info("turn", "user", j.in.User, "outcome", outcomeReported, "ref", ref)
+		return false
+	}
+	if err := b.cfg.Store.ContinueTurn(ctx, old.ID, session.Turn{ID: turnID}); err != nil {
+		b.lostClaim(err, log)
+		return false
+	}
+	sess, _, err := b.cfg.Store.Session(ctx, old.Key)
+	if err != nil {
+		log.Warn("load a recovered turn's session", "err", err) // the turn itself says so when it loads it again
+	}
+	if endsWithAnswer(sess.History) {
+		// The crash came after the answer was stored: it may have been
+		// posted too, before the turn could be ended.
+		posted, err := b.answerPosted(ctx, j.in)
+		switch {
+		case err != nil:
+			log.Warn("could not check the thread for an answer already posted; posting it", "err", err)
+		case posted:
+			if err := b.cfg.Store.EndTurn(ctx, turnID, session.TurnDone, ""); err != nil {
+				log.Error("record the end of a turn", "err", err)
+			}
+			b.metrics.turns.WithLabelValues(outcomeAlreadyPosted).Inc()
+			log.Info("turn", "user", j.in.User, "outcome", outcomeAlreadyPosted)
+			return false
+		}
+		return true // the answer goes out without a request, as if never cut
+	}
+	note := noteResuming
+	if rc.mode == RecoverRerun {
+		note = noteRerunning
+	}
+	b.postOut(ctx, j.in, Outgoing{Text: note}, log)
+	return true
+}
+
+func (b *Bot) lostClaim(err error, log *slog.Logger) {
+	if errors.Is(err, session.ErrTurnEnded) {
+		log.Info("a cut-off turn was already taken over, by another start", "err", err)
+		return
+	}
+	log.Error("claim a cut-off turn; it stays for the next start", "err", err)
+}
+
+// resume runs a claimed turn to its answer: from its last persisted step
+// (RecoverResume) or from its question (RecoverRerun, which first drops the
+// steps already stored).
+func (b *Bot) resume(ctx context.Context, j *job, prog *progress) (answer, commit string, err error) {
+	sess, ok, err := b.cfg.Store.Session(ctx, j.in.Key)
+	if err != nil {
+		return "", "", fmt.Errorf("load the thread's session: %w", err)
+	}
+	if !ok {
+		return "", "", fmt.Errorf("resume turn %s: the thread's session is gone (purged?)", j.recovered.turn.ID)
+	}
+	commit = b.commit(ctx)
+	hist := sess.History
+	q := agent.QuestionIndex(hist)
+	if q < 0 {
+		return "", commit, fmt.Errorf("resume turn %s: the history holds no question", j.recovered.turn.ID)
+	}
+	if endsWithAnswer(hist) {
+		return strings.TrimSpace(hist[len(hist)-1].Content), commit, nil
+	}
+	if j.recovered.mode == RecoverRerun && q < len(hist)-1 {
+		hist = slices.Clone(hist[:q+1])
+		if err := b.cfg.Store.ReplaceHistory(ctx, j.in.Key, hist); err != nil {
+			return "", commit, fmt.Errorf("drop the steps of a turn to run it again: %w", err)
+		}
+	}
+	prog.reqHist = slices.Clone(hist)
+	var turn agent.Turn
+	if r, ok := b.cfg.Answerer.(Resumer); ok {
+		turn, err = r.Resume(ctx, hist, prog)
+	} else {
+		turn, err = b.cfg.Answerer.Run(ctx, hist[:q], hist[q], prog)
+	}
+	if err != nil {
+		return "", commit, err
+	}
+	prog.hitMaxSteps = turn.HitMaxSteps
+	return turn.Answer, commit, nil
+}
+
+// endsWithAnswer reports whether the last turn of h has its final answer.
+func endsWithAnswer(h []llm.Message) bool {
+	if len(h) == 0 {
+		return false
+	}
+	last := h[len(h)-1]
+	return last.Role == llm.RoleAssistant && len(last.ToolCalls) == 0 &&
+		strings.TrimSpace(last.Content) != "" && agent.QuestionIndex(h) < len(h)-1
+}
+
+// answerPosted reports whether the thread already shows the bot's answer to
+// the question in: a message of the bot after it carrying the answer footer,
+// which is in the last message of an answer. It needs the history scopes the
+// bot has for follow-ups.
+func (b *Bot) answerPosted(ctx context.Context, in inbound) (bool, error) {
+	params := &slack.GetConversationRepliesParameters{ChannelID: in.Key.Channel, Timestamp: in.Key.Thread, Oldest: in.TS, Limit: 200}
+	for range 20 {
+		msgs, more, cursor, err := b.api.GetConversationRepliesContext(ctx, params)
+		if err != nil {
+			return false, fmt.Errorf("read the thread with conversations.replies: %w", err)
+		}
+		for _, m := range msgs {
+			mine := (m.BotID != "" && m.BotID == b.self.BotID) || (m.User != "" && m.User == b.self.UserID)
+			if !mine || !tsAfter(m.Timestamp, in.TS) {
+				continue
+			}
+			for _, bl := range m.Blocks.BlockSet {
+				if bl.ID() == FooterBlockID {
+					return true, nil
+				}
+			}
+		}
+		if !more || cursor == "" {
+			return false, nil
+		}
+		params.Cursor = cursor
+	}
+	return false, nil
+}
+
+// tsAfter compares Slack timestamps ("seconds.micros").
+func tsAfter(a, b string) bool {
+	as, af, _ := strings.Cut(a, ".")
+	bs, bf, _ := strings.Cut(b, ".")
+	ai, _ := strconv.ParseInt(as, 10, 64)
+	bi, _ := strconv.ParseInt(bs, 10, 64)
+	if ai != bi {
+		return ai > bi
+	}
+	af, bf = (af + "000000")[:6], (bf + "000000")[:6]
+	return af > bf
+}
