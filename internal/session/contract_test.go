@@ -27,5 +27,6 @@ func TestSQLiteContract(t *testing.T) {
 			return st
 		},
 		Durable: true,
+		Shared:  true,
 	})
 }

@@ -33,9 +33,12 @@ type Memory struct {
 	sessions map[Key]*Session
 	turns    map[string]*Turn
 	dedupe   map[string]time.Time // key → expiry
+	leases   map[Key]lease        // made on first use; see memory_lease.go
+	queues   map[Key][]Pending
+	seq      int64 // last Pending.Seq handed out
 }
 
-var _ Store = (*Memory)(nil)
+var _ Backend = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory store on the real clock.
 func NewMemory() *Memory { return NewMemoryWith(MemoryOptions{}) }

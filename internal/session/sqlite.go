@@ -54,7 +54,7 @@ type SQLite struct {
 	closeErr  error
 }
 
-var _ Store = (*SQLite)(nil)
+var _ Backend = (*SQLite)(nil)
 
 // migrations are the schema, in order; migration i moves the database to
 // version i+1. Append only: a released migration never changes.
@@ -108,6 +108,26 @@ var migrations = []string{
 		expires INTEGER NOT NULL
 	) WITHOUT ROWID;
 	CREATE INDEX dedupe_expires ON dedupe (expires);`,
+	// Thread leases and per-thread queues (see Leases and Queue).
+	`CREATE TABLE leases (
+		team TEXT NOT NULL,
+		channel TEXT NOT NULL,
+		thread TEXT NOT NULL,
+		owner TEXT NOT NULL,
+		expires INTEGER NOT NULL,
+		PRIMARY KEY (team, channel, thread)
+	) WITHOUT ROWID;
+	CREATE TABLE pending (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		team TEXT NOT NULL,
+		channel TEXT NOT NULL,
+		thread TEXT NOT NULL,
+		id TEXT NOT NULL,
+		data BLOB NOT NULL,
+		enqueued INTEGER NOT NULL,
+		UNIQUE (team, channel, thread, id)
+	);
+	CREATE INDEX pending_thread ON pending (team, channel, thread, seq);`,
 }
 
 // OpenSQLite opens (creating if needed) the store at path and brings its

@@ -56,6 +56,10 @@ type Suite struct {
 	// Durable says the data survives Close and a reopen of the same dir;
 	// the survival case runs only then (Memory is not durable).
 	Durable bool
+	// Shared says Open called again with the same dir while the first
+	// store is open gives a second handle on the same data, as a second
+	// replica has; the lease races then run across two handles.
+	Shared bool
 }
 
 // base is the suite's epoch: a fixed time, so failures are reproducible.
@@ -116,6 +120,7 @@ func RunStoreTests(t *testing.T, s Suite) {
 			tc.run(t, x)
 		})
 	}
+	runLeaseTests(t, s)
 }
 
 var (
