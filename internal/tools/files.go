@@ -136,41 +136,110 @@ func (w *Workspace) cacheKey() string {
 	return b.String()
 }
 
+// gitFiles lists the checkout with two git calls run side by side: one
+// reads the index and checks which tracked files are still on disk, the
+// other walks the tree for untracked files that are not ignored (the larger
+// part, about 40ms for 12k files). Besides the names, git says what each
+// tracked entry is, which saves a stat per file in this process (for a large
+// checkout that used to be most of the cost of a listing): -t tags tracked
+// files deleted from disk (R, listed once more as a second entry), --stage
+// gives the mode, which marks submodules (160000, directories, never listed).
+// Tracked files with skip-worktree set (sparse checkouts, or a local override
+// someone keeps) may or may not be on disk, and are the only ones checked
+// here. A tracked file replaced on disk by a directory stays listed; opening
+// it says what it is.
 func (w *Workspace) gitFiles(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	cmd := w.gitCommand(ctx, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+	type result struct {
+		out string
+		err error
+	}
+	others := make(chan result, 1)
+	go func() {
+		out, err := w.lsFiles(ctx, "--others", "--exclude-standard")
+		others <- result{out, err}
+	}()
+	tracked, err := w.lsFiles(ctx, "-t", "--stage", "--deleted")
+	o := <-others
+	if err == nil {
+		err = o.err
+	}
+	if err != nil {
+		return nil, err
+	}
+	list, deleted, err := parseLsFiles(tracked, w.dir)
+	if err != nil {
+		return nil, err
+	}
+	for name := range strings.SplitSeq(o.out, "\x00") {
+		if name != "" {
+			list = append(list, name)
+		}
+	}
+	slices.Sort(list)
+	list = slices.Compact(list) // a conflicted file is listed once per stage
+	if len(deleted) > 0 {
+		slices.Sort(deleted)
+		list = slices.DeleteFunc(list, func(n string) bool {
+			_, found := slices.BinarySearch(deleted, n)
+			return found
+		})
+	}
+	return slices.DeleteFunc(list, newDenyIndex(w.deny).denied), nil
+}
+
+// lsFiles runs git ls-files -z with args and returns its output.
+func (w *Workspace) lsFiles(ctx context.Context, args ...string) (string, error) {
+	cmd := w.gitCommand(ctx, append([]string{"ls-files", "-z"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("list files: %w", ctx.Err())
+			return "", fmt.Errorf("list files: %w", ctx.Err())
 		}
-		return nil, fmt.Errorf("git ls-files: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("git ls-files: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	names := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-	slices.Sort(names)
-	names = slices.Compact(names) // a conflicted file is listed once per stage
-	list := names[:0]
-	for _, n := range names {
-		if n == "" || w.deny.denied(n) {
+	return string(out), nil
+}
+
+// parseLsFiles splits the output of `git ls-files -z -t --stage --deleted`,
+// run in dir, into the names to list (not yet sorted, possibly repeated) and
+// the tracked names deleted from disk. Records read
+// "<tag> <mode> <object> <stage>\t<path>".
+func parseLsFiles(out, dir string) (list, deleted []string, err error) {
+	for rec := range strings.SplitSeq(out, "\x00") {
+		if rec == "" {
 			continue
 		}
-		// Drop tracked files deleted from disk, and submodules (directories).
-		fi, err := os.Lstat(filepath.Join(w.dir, filepath.FromSlash(n)))
-		if err != nil || !(fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
-			continue
+		tag, rest, ok := strings.Cut(rec, " ")
+		meta, name, ok2 := strings.Cut(rest, "\t")
+		if !ok || !ok2 || len(tag) != 1 {
+			return nil, nil, fmt.Errorf("git ls-files: unexpected record %q", rec)
 		}
-		list = append(list, n)
+		switch {
+		case strings.HasPrefix(meta, "160000 "):
+			// A submodule: a directory, not a file.
+		case tag == "R":
+			deleted = append(deleted, name)
+		case tag == "S":
+			// git never looks at skip-worktree files on disk.
+			if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name))); err == nil && (fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
+				list = append(list, name)
+			}
+		default:
+			list = append(list, name)
+		}
 	}
-	return list, nil
+	return list, deleted, nil
 }
 
 // walkFiles lists the checkout without git. fs.WalkDir on the root's FS
 // reports symlinks as entries and never follows them.
 func (w *Workspace) walkFiles(ctx context.Context) ([]string, error) {
 	var list []string
+	deny := newDenyIndex(w.deny)
 	n := 0
 	err := fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if n++; n%256 == 1 && ctx.Err() != nil {
@@ -190,12 +259,12 @@ func (w *Workspace) walkFiles(ctx context.Context) ([]string, error) {
 			return nil
 		}
 		if d.IsDir() {
-			if slices.Contains(SkipDirs, d.Name()) || w.deny.denied(p) {
+			if slices.Contains(SkipDirs, d.Name()) || deny.denied(p) {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && !w.deny.denied(p) {
+		if (d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) && !deny.denied(p) {
 			list = append(list, p)
 		}
 		return nil
