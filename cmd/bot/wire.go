@@ -11,6 +11,7 @@ import (
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -47,6 +48,11 @@ type core struct {
 	agent *agent.Agent
 	model string
 	demo  bool
+	// cal learns the model's tokens per estimated token; the agent's
+	// in-turn guard and Slack's compaction between turns share it and
+	// budget.
+	cal    *session.Calibrator
+	budget int
 }
 
 func (c *core) Close() error { return c.ws.Close() }
@@ -89,18 +95,24 @@ func newCore(cfg config.Config, log *slog.Logger) (*core, error) {
 		tools.NewGitShow(ws, tools.GitOptions{}),
 		tools.NewGitBlame(ws, tools.GitOptions{}),
 	)
+	cal := &session.Calibrator{}
+	budget := cfg.Budget
+	if budget == 0 {
+		budget = session.DefaultBudget(name)
+	}
 	a, err := agent.New(agent.Config{
 		Model:       model,
 		Tools:       reg,
 		MaxSteps:    cfg.MaxSteps,
 		ToolTimeout: cfg.ToolTimeout,
+		Compact:     cal.Compactor(name, budget),
 		Logger:      log.With("component", "agent"),
 	})
 	if err != nil {
 		ws.Close()
 		return nil, err
 	}
-	return &core{ws: ws, agent: a, model: name, demo: demo}, nil
+	return &core{ws: ws, agent: a, model: name, demo: demo, cal: cal, budget: budget}, nil
 }
 
 // isTerminal reports whether f is a character device, so colours and

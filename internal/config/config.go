@@ -50,6 +50,8 @@ type Config struct {
 	TurnTimeout  time.Duration // BOT_TURN_TIMEOUT
 	DrainTimeout time.Duration // BOT_DRAIN_TIMEOUT
 	Retention    time.Duration // BOT_RETENTION
+	Recovery     string        // BOT_RECOVERY: resume | rerun | report
+	Budget       int           // BOT_CONTEXT_BUDGET; 0 = by model
 	Concurrency  int           // BOT_MAX_CONCURRENT
 	Followups    string        // BOT_FOLLOWUPS: all | mention
 	AllowChannel []string      // BOT_ALLOW_CHANNELS
@@ -103,6 +105,8 @@ var Settings = []Setting{
 	{"BOT_TURN_TIMEOUT", "agent.turn_timeout", "10m", "Time limit for one whole answer.", setDuration(func(c *Config) *time.Duration { return &c.TurnTimeout })},
 	{"BOT_DRAIN_TIMEOUT", "drain_timeout", "60s", "On SIGTERM, how long running answers may take to finish.", setDuration(func(c *Config) *time.Duration { return &c.DrainTimeout })},
 	{"BOT_RETENTION", "retention", "720h", "Sessions idle longer than this are deleted (default 30 days).", setDuration(func(c *Config) *time.Duration { return &c.Retention })},
+	{"BOT_RECOVERY", "recovery", "resume", "Answers cut off by a crash or restart, at the next start: resume from the last step, rerun from the question, or report (ask people to ask again).", setEnum(func(c *Config) *string { return &c.Recovery }, "resume", "rerun", "report")},
+	{"BOT_CONTEXT_BUDGET", "agent.context_budget", "0", "Prompt tokens a thread may take before its oldest tool results are elided (once, to keep the prompt cache warm); 0: 60% of the model's known context window, at most 120k.", setInt(func(c *Config) *int { return &c.Budget }, 0, 10_000_000)},
 	{"BOT_MAX_CONCURRENT", "slack.max_concurrent", "4", "Threads answered at the same time; more wait in a queue.", setInt(func(c *Config) *int { return &c.Concurrency }, 1, 256)},
 	{"BOT_FOLLOWUPS", "slack.followups", "all", "all: any reply in a thread the bot is in is a question; mention: only replies that mention it.", setEnum(func(c *Config) *string { return &c.Followups }, "all", "mention")},
 	{"BOT_ALLOW_CHANNELS", "slack.allow_channels", "", "Comma-separated channel IDs the bot answers in (DMs are D…); empty = everywhere it is invited.", setList(func(c *Config) *[]string { return &c.AllowChannel })},

@@ -74,10 +74,10 @@ func (b *Bot) onEvent(ctx context.Context, sm *socketmode.Client, evt socketmode
 			return
 		}
 		id := envelopeID(bm.Message)
+		b.log.Warn("unparseable socket mode envelope acked and skipped", "envelope_id", id, "err", bm.Cause)
 		if id != "" {
 			b.ack(ctx, sm, id, received)
 		}
-		b.log.Warn("unparseable socket mode envelope acked and skipped", "envelope_id", id, "err", bm.Cause)
 	case socketmode.EventTypeEventsAPI:
 		if evt.Request != nil {
 			b.ack(ctx, sm, evt.Request.EnvelopeID, received)
