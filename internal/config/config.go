@@ -41,6 +41,7 @@ type Config struct {
 	SlackAPIURL   string // SLACK_API_URL
 
 	DataDir      string        // BOT_DATA_DIR
+	Store        Secret        // BOT_STORE: sqlite | memory | postgres://… (holds a password)
 	HTTPAddr     string        // BOT_HTTP_ADDR
 	ConfigFile   string        // BOT_CONFIG
 	LogLevel     string        // BOT_LOG_LEVEL
@@ -96,6 +97,7 @@ var Settings = []Setting{
 	{"SLACK_APP_TOKEN", "", "", "App-level token (xapp-…) with connections:write, for Socket Mode.", func(c *Config, v string) error { c.SlackAppToken = Secret(v); return nil }},
 	{"SLACK_API_URL", "slack.api_url", "", "Slack Web API base URL; default Slack's own. For Slack-compatible test servers and proxies.", setURL(func(c *Config) *string { return &c.SlackAPIURL })},
 	{"BOT_DATA_DIR", "data_dir", "./data", "Where durable state (sessions) lives.", setString(func(c *Config) *string { return &c.DataDir })},
+	{"BOT_STORE", "store", "sqlite", "Session store: sqlite (BOT_DATA_DIR/askrepo.db, one replica), memory (forgotten on exit), or a postgres://user:password@host:5432/db URL that several replicas share. Never logged.", setStore},
 	{"BOT_HTTP_ADDR", "http_addr", ":8080", "Listener for /healthz and /metrics; empty disables it.", setString(func(c *Config) *string { return &c.HTTPAddr })},
 	{"BOT_CONFIG", "", "", "Optional YAML file with these settings (see configs/askrepo.example.yaml).", setString(func(c *Config) *string { return &c.ConfigFile })},
 	{"BOT_LOG_LEVEL", "log.level", "info", "debug, info, warn or error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
