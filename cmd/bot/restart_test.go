@@ -1,0 +1,433 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+)
+
+// botPath is the bot binary the restart tests run as a real process, built
+// once for the package by TestMain.
+var botPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "askrepo-bot-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	botPath = filepath.Join(dir, "bot")
+	out, err := exec.Command("go", "build", "-o", botPath, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build the bot: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// modelServer is an OpenAI-compatible chat completions server (plain JSON)
+// that outlives the bot processes of a test: each request is answered by
+// the script of the moment, and recorded.
+type modelServer struct {
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	script func(req chatReq) (reply string, hold bool)
+	reqs   []chatReq
+	got    chan struct{} // a request arrived
+}
+
+type chatReq struct {
+	Messages []struct {
+		Role       string `json:"role"`
+		Content    string `json:"content"`
+		ToolCallID string `json:"tool_call_id"`
+	} `json:"messages"`
+}
+
+func (r chatReq) last() string { return r.Messages[len(r.Messages)-1].Role }
+
+// has reports how many messages of role contain s.
+func (r chatReq) has(role, s string) int {
+	n := 0
+	for _, m := range r.Messages {
+		if m.Role == role && strings.Contains(m.Content, s) {
+			n++
+		}
+	}
+	return n
+}
+
+func newModelServer(t *testing.T) *modelServer {
+	m := &modelServer{got: make(chan struct{}, 100)}
+	m.srv = httptest.NewServer(m)
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+func (m *modelServer) setScript(f func(chatReq) (string, bool)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.script = f
+}
+
+func (m *modelServer) requests() []chatReq {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.reqs)
+}
+
+func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test" {
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	var req chatReq
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
+	m.reqs = append(m.reqs, req)
+	reply, hold := m.script(req)
+	m.mu.Unlock()
+	m.got <- struct{}{}
+	if hold {
+		<-r.Context().Done() // until the bot that asked is gone
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":10,"total_tokens":%d}}`,
+		reply, 100*len(req.Messages), 100*len(req.Messages)+10)
+}
+
+// readmeThenAnswer reads README.md, then answers quoting the question.
+func readmeThenAnswer(req chatReq) (string, bool) {
+	if req.last() == "tool" {
+		var q string
+		for _, m := range req.Messages {
+			if m.Role == "user" {
+				q = m.Content
+			}
+		}
+		if i := strings.Index(q, "</context>"); i >= 0 {
+			q = q[i+len("</context>"):]
+		}
+		b, _ := json.Marshal(map[string]string{"role": "assistant", "content": "Answer to: " + strings.TrimSpace(q)})
+		return string(b), false
+	}
+	return `{"role":"assistant","content":"","tool_calls":[{"id":"call_r","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"README.md\"}"}}]}`, false
+}
+
+// holdAfterTools reads README.md and then never answers.
+func holdAfterTools(req chatReq) (string, bool) {
+	if req.last() == "tool" {
+		return "", true
+	}
+	return readmeThenAnswer(req)
+}
+
+// world is what stays across restarts: the fake Slack, the model server,
+// the checkout and the data dir.
+type world struct {
+	t     *testing.T
+	slack *slacktest.Server
+	model *modelServer
+	env   []string
+}
+
+func newWorld(t *testing.T, extra ...string) *world {
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	m := newModelServer(t)
+	m.setScript(readmeThenAnswer)
+	home := t.TempDir()
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"SLACK_BOT_TOKEN=" + slacktest.DefaultBotToken,
+		"SLACK_APP_TOKEN=" + slacktest.DefaultAppToken,
+		"SLACK_API_URL=" + srv.APIURL(),
+		"OPENAI_API_KEY=sk-test",
+		"OPENAI_BASE_URL=" + m.srv.URL + "/v1",
+		"OPENAI_STREAM=false",
+		"REPO_PATH=" + testRepo(t),
+		"REPO_NAME=widget",
+		"BOT_DATA_DIR=" + t.TempDir(),
+		"BOT_HTTP_ADDR=127.0.0.1:0",
+		"BOT_LOG_LEVEL=debug",
+	}
+	return &world{t: t, slack: srv, model: m, env: append(env, extra...)}
+}
+
+// proc is one run of the bot binary.
+type proc struct {
+	cmd  *exec.Cmd
+	logs *lockedBuffer
+	done chan struct{}
+	err  error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// start runs the bot and waits until it holds a Socket Mode connection.
+func (w *world) start() *proc {
+	w.t.Helper()
+	before := w.slack.Connections()
+	p := &proc{cmd: exec.Command(botPath), logs: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = w.env
+	p.cmd.Dir = w.t.TempDir() // no stray .env
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	w.t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		if w.t.Failed() {
+			w.t.Logf("bot output:\n%s", p.logs.String())
+		}
+	})
+	if err := w.slack.WaitConnected(w.ctx(), before+1); err != nil {
+		w.t.Fatalf("bot did not connect: %v\n%s", err, p.logs.String())
+	}
+	return p
+}
+
+// stop sends sig and returns the exit code.
+func (p *proc) stop(t *testing.T, sig os.Signal) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("bot still running 30s after %s\n%s", sig, p.logs.String())
+	}
+	var exit *exec.ExitError
+	if errors.As(p.err, &exit) {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return -int(ws.Signal())
+		}
+		return exit.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatalf("wait: %v", p.err)
+	}
+	return 0
+}
+
+// waitLog waits for a log line containing s.
+func (w *world) waitLog(p *proc, s string) {
+	w.t.Helper()
+	ctx := w.ctx()
+	for !strings.Contains(p.logs.String(), s) {
+		select {
+		case <-ctx.Done():
+			w.t.Fatalf("no log line with %q:\n%s", s, p.logs.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (w *world) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	w.t.Cleanup(cancel)
+	return ctx
+}
+
+// waitModelRequests waits until the model server has seen n requests.
+func (w *world) waitModelRequests(n int) {
+	w.t.Helper()
+	ctx := w.ctx()
+	for len(w.model.requests()) < n {
+		select {
+		case <-ctx.Done():
+			w.t.Fatalf("model requests = %d, want %d", len(w.model.requests()), n)
+		case <-w.model.got:
+		}
+	}
+}
+
+// answers are the bot's messages in a thread with a markdown block.
+func (w *world) answers(root string) []slacktest.Message {
+	var out []slacktest.Message
+	for _, m := range w.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID) {
+		if slices.Contains(m.BlockTypes(), "markdown") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (w *world) waitAnswers(root string, n int) {
+	w.t.Helper()
+	_, err := w.slack.WaitFor(w.ctx(), func(*slacktest.State) bool { return len(w.answers(root)) >= n })
+	if err != nil {
+		w.t.Fatalf("thread %s: %d answers, want %d", root, len(w.answers(root)), n)
+	}
+}
+
+func (w *world) threadText(root string) string {
+	var b strings.Builder
+	for _, m := range w.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID) {
+		b.WriteString(m.Text + "\n")
+	}
+	return b.String()
+}
+
+func (w *world) mention(text, eventID string) (root string, ev slacktest.Event) {
+	root = w.slack.NextTS()
+	ev = slacktest.AppMention("C1", "U1", "<@UBOT> "+text, root, "")
+	ev.EventID = eventID
+	w.slack.SendEvent(ev)
+	return root, ev
+}
+
+// A stop with SIGTERM exits 0; the next start on the same data dir
+// remembers the thread, answers a redelivered event once, and `bot
+// sessions` shows the thread with its totals.
+func TestRestartRemembers(t *testing.T) {
+	w := newWorld(t)
+	p := w.start()
+	root, first := w.mention("what does widget do?", "EvFirst")
+	w.waitAnswers(root, 1)
+	w.waitLog(p, `"msg":"turn"`)
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d, want 0\n%s", code, p.logs.String())
+	}
+
+	p = w.start()
+	// Slack redelivers the first event after the restart.
+	env := w.slack.SendEvent(first.Retry(1, "timeout"))
+	if _, err := w.slack.WaitAck(w.ctx(), env); err != nil {
+		t.Fatal(err)
+	}
+	w.waitLog(p, `"reason":"duplicate"`)
+	w.slack.SendEvent(slacktest.UserMessage("C1", "channel", "U1", "and how are sprockets made?", w.slack.NextTS(), root))
+	w.waitAnswers(root, 2)
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("second exit code = %d, want 0", code)
+	}
+	if got := len(w.answers(root)); got != 2 {
+		t.Errorf("answers = %d, want 2 (the redelivery is not answered)", got)
+	}
+	reqs := w.model.requests()
+	last := reqs[len(reqs)-1]
+	for _, want := range [][2]string{{"user", "what does widget do?"}, {"assistant", "Answer to: what does widget do?"}, {"user", "and how are sprockets made?"}} {
+		if last.has(want[0], want[1]) != 1 {
+			t.Errorf("the follow-up's request has %d %s messages with %q, want 1: the thread was forgotten", last.has(want[0], want[1]), want[0], want[1])
+		}
+	}
+
+	var out bytes.Buffer
+	cmd := exec.Command(botPath, "sessions")
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = w.env, t.TempDir(), &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bot sessions: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "T1/C1/"+root) || !strings.Contains(out.String(), "widget") {
+		t.Errorf("bot sessions does not list the thread:\n%s", out.String())
+	}
+	// THREAD REPO TURNS …: COMMIT is blank, the checkout is not a git one.
+	if fields := strings.Fields(lineWith(out.String(), root)); len(fields) < 5 || fields[2] != "2" {
+		t.Errorf("bot sessions line %q, want 2 turns", lineWith(out.String(), root))
+	}
+}
+
+func lineWith(s, sub string) string {
+	for l := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+// A turn in flight is cut (SIGKILL, or SIGTERM after a short grace period)
+// after its first step was stored; the next start tells the thread and
+// resumes it from that step, exactly once.
+func TestRestartResumesCutTurn(t *testing.T) {
+	tests := []struct {
+		name string
+		sig  os.Signal
+		code int    // exit code, -signal when killed
+		note string // what the thread hears before the restart
+	}{
+		{"hard kill", syscall.SIGKILL, -int(syscall.SIGKILL), ""},
+		{"SIGTERM past the grace period", syscall.SIGTERM, 0, "I will pick this up when I am back"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, "BOT_DRAIN_TIMEOUT=100ms")
+			w.model.setScript(holdAfterTools)
+			p := w.start()
+			root, _ := w.mention("what does widget do?", "")
+			w.waitModelRequests(2) // step 1 (read README.md) is stored; step 2 hangs
+			if code := p.stop(t, tt.sig); code != tt.code {
+				t.Fatalf("exit code = %d, want %d\n%s", code, tt.code, p.logs.String())
+			}
+			if tt.note != "" && !strings.Contains(w.threadText(root), tt.note) {
+				t.Errorf("thread before the restart:\n%s\nwant %q", w.threadText(root), tt.note)
+			}
+
+			w.model.setScript(readmeThenAnswer)
+			p = w.start()
+			w.waitAnswers(root, 1)
+			w.waitLog(p, `"outcome":"answered"`)
+			if code := p.stop(t, syscall.SIGTERM); code != 0 {
+				t.Fatalf("exit code = %d, want 0", code)
+			}
+			text := w.threadText(root)
+			if n := strings.Count(text, "interrupted by a restart; I am picking it up where I left off"); n != 1 {
+				t.Errorf("the thread was told %d times that the answer was interrupted, want once:\n%s", n, text)
+			}
+			if got := len(w.answers(root)); got != 1 {
+				t.Errorf("answers = %d, want 1", got)
+			}
+			reqs := w.model.requests()
+			if len(reqs) != 3 {
+				t.Fatalf("model requests = %d, want 3 (two before the cut, one to finish)", len(reqs))
+			}
+			resumed := reqs[2]
+			if resumed.last() != "tool" || resumed.has("tool", "Widget turns sprockets into widgets.") != 1 || resumed.has("user", "what does widget do?") != 1 {
+				t.Errorf("the resumed request does not continue from step 1 with its result once: %+v", resumed.Messages)
+			}
+		})
+	}
+}
