@@ -1,10 +1,13 @@
 package session
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askrepo/askrepo/internal/llm"
 )
@@ -24,15 +27,43 @@ func benchStep(n int) []llm.Message {
 
 func benchStores(b *testing.B) map[string]func() Store {
 	return map[string]func() Store{
-		"memory": func() Store { return NewMemory() },
-		"sqlite": func() Store { return openTestSQLite(b, filepath.Join(b.TempDir(), "s.db"), SQLiteOptions{}) },
+		"memory":   func() Store { return NewMemory() },
+		"sqlite":   func() Store { return openTestSQLite(b, filepath.Join(b.TempDir(), "s.db"), SQLiteOptions{}) },
+		"postgres": func() Store { return openBenchPostgres(b) },
 	}
+}
+
+// benchNames are the stores to measure: PostgreSQL only where
+// ASKREPO_TEST_POSTGRES names a database (see .ci/run).
+func benchNames() []string {
+	if os.Getenv("ASKREPO_TEST_POSTGRES") == "" {
+		return []string{"memory", "sqlite"}
+	}
+	return []string{"memory", "sqlite", "postgres"}
+}
+
+// openBenchPostgres opens a store in a fresh schema, dropped afterwards.
+func openBenchPostgres(b *testing.B) Store {
+	dsn := os.Getenv("ASKREPO_TEST_POSTGRES")
+	schema := fmt.Sprintf("askrepo_bench_%d", time.Now().UnixNano())
+	st, err := OpenPostgres(b.Context(), dsn, PostgresOptions{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx := context.Background()
+		defer st.Close()
+		if _, err := st.pool.Exec(ctx, `DROP SCHEMA `+st.schema+` CASCADE`); err != nil {
+			b.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return st
 }
 
 // BenchmarkAppendStep measures persisting one step; a new thread is started
 // every 50 steps (outside the timer) so the history stays a realistic size.
 func BenchmarkAppendStep(b *testing.B) {
-	for _, name := range []string{"memory", "sqlite"} {
+	for _, name := range benchNames() {
 		b.Run(name, func(b *testing.B) {
 			st := benchStores(b)[name]()
 			ctx := b.Context()
@@ -61,7 +92,7 @@ func BenchmarkAppendStep(b *testing.B) {
 // BenchmarkLoadSession measures Session on a 200-message thread (50 steps
 // of 4 messages), what the service reads before every turn.
 func BenchmarkLoadSession(b *testing.B) {
-	for _, name := range []string{"memory", "sqlite"} {
+	for _, name := range benchNames() {
 		b.Run(name, func(b *testing.B) {
 			st := benchStores(b)[name]()
 			ctx := b.Context()
