@@ -431,3 +431,92 @@ func TestRestartResumesCutTurn(t *testing.T) {
 		})
 	}
 }
+
+// Retention through the wiring: a start with a retention shorter than the
+// thread's idle time purges it, and `bot sessions` no longer lists it.
+func TestRestartPurgesIdleSessions(t *testing.T) {
+	w := newWorld(t)
+	p := w.start()
+	root, _ := w.mention("what does widget do?", "")
+	w.waitAnswers(root, 1)
+	w.waitLog(p, `"msg":"turn"`)
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit code = %d", code)
+	}
+	w.env = append(w.env, "BOT_RETENTION=1ms") // the last value wins
+	p = w.start()
+	w.waitLog(p, `"msg":"purged idle sessions"`)
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit code = %d", code)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(botPath, "sessions")
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = w.env, t.TempDir(), &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bot sessions: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "No sessions stored") {
+		t.Errorf("bot sessions after the purge:\n%s", out.String())
+	}
+}
+
+// Two processes started at once on one data dir after a crash: the cut turn
+// is answered once (the store lets one of them claim it).
+func TestRestartTwiceAtOnce(t *testing.T) {
+	w := newWorld(t)
+	w.model.setScript(holdAfterTools)
+	p := w.start()
+	root, _ := w.mention("what does widget do?", "")
+	w.waitModelRequests(2)
+	p.stop(t, syscall.SIGKILL)
+
+	w.model.setScript(readmeThenAnswer)
+	var wg sync.WaitGroup
+	procs := make([]*proc, 2)
+	for i := range procs {
+		wg.Go(func() {
+			p := &proc{cmd: exec.Command(botPath), logs: &lockedBuffer{}, done: make(chan struct{})}
+			p.cmd.Env, p.cmd.Dir = w.env, t.TempDir()
+			p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+			if err := p.cmd.Start(); err != nil {
+				t.Error(err)
+				return
+			}
+			go func() { p.err = p.cmd.Wait(); close(p.done) }()
+			procs[i] = p
+		})
+	}
+	wg.Wait()
+	for _, p := range procs {
+		if p == nil {
+			t.FailNow()
+		}
+		t.Cleanup(func() {
+			p.cmd.Process.Kill()
+			<-p.done
+			if t.Failed() {
+				t.Logf("bot output:\n%s", p.logs.String())
+			}
+		})
+	}
+	w.waitAnswers(root, 1)
+	ctx := w.ctx()
+	for !strings.Contains(procs[0].logs.String()+procs[1].logs.String(), `"outcome":"answered"`) {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no turn answered")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	for _, p := range procs {
+		if code := p.stop(t, syscall.SIGTERM); code != 0 {
+			t.Errorf("exit code = %d", code)
+		}
+	}
+	if got := len(w.answers(root)); got != 1 {
+		t.Errorf("answers = %d, want 1:\n%s", got, w.threadText(root))
+	}
+	if n := strings.Count(procs[0].logs.String()+procs[1].logs.String(), `"outcome":"answered"`); n != 1 {
+		t.Errorf("turns answered = %d, want 1", n)
+	}
+}
