@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"regexp/syntax"
 	"unicode"
 	"unicode/utf8"
@@ -22,6 +24,10 @@ type classSeq struct {
 	sets   []*byteSet
 	anchor int     // the rarest set, scanned for first
 	prob   float64 // estimated chance that a position starts the run
+	// pair, when ok, is the rarest two adjacent sets that are each one
+	// range of ASCII bytes ([0-9][0-9] above), found eight bytes at a
+	// time (see nextPair).
+	pair pairScan
 }
 
 // maxClassSeqProb is the most common run still worth prefiltering with: at
@@ -76,6 +82,7 @@ func extractClassSeq(re *syntax.Regexp) (classSeq, bool) {
 			cs.anchor = i
 		}
 	}
+	cs.pair = findPair(best)
 	return cs, true
 }
 
@@ -205,21 +212,127 @@ func runeSets(r rune, fold bool) ([]*byteSet, bool) {
 // next returns the first offset at or after from where the run starts, or
 // -1.
 func (c *classSeq) next(buf []byte, from int) int {
+	if c.pair.ok {
+		return c.nextPair(buf, from)
+	}
+	return c.nextByte(buf, from)
+}
+
+// matchAt reports whether the run starts at s (which must leave room for
+// it).
+func (c *classSeq) matchAt(buf []byte, s int) bool {
+	for k, set := range c.sets {
+		if !set[buf[s+k]] {
+			return false
+		}
+	}
+	return true
+}
+
+// The byte-at-a-time scan costs about 2ns per byte when the anchor set is
+// as common as digits (one byte in ten in code). Two adjacent digits are ten
+// times rarer, and eight bytes can be tested at once for membership in a
+// range with a few word operations (SWAR: "Determine if a word has a byte
+// between m and n", Bit Twiddling Hacks): a pair scan reads a word, flags
+// the bytes in each of the two ranges, and only looks closer where a byte of
+// the first range is followed by one of the second.
+
+// pairScan is the pair of sets at at and at+1, as the exclusive byte bounds
+// of their ranges: lo1 < b < hi1, lo2 < b < hi2.
+type pairScan struct {
+	ok                 bool
+	at                 int
+	lo1, hi1, lo2, hi2 uint64
+}
+
+// findPair picks the rarest adjacent pair of sets that are both one range
+// of ASCII bytes.
+func findPair(sets []*byteSet) pairScan {
+	var best pairScan
+	bestProb := 2.0
+	for i := 0; i+1 < len(sets); i++ {
+		lo1, hi1, ok1 := asciiRange(sets[i])
+		lo2, hi2, ok2 := asciiRange(sets[i+1])
+		if !ok1 || !ok2 {
+			continue
+		}
+		if p := sets[i].prob() * sets[i+1].prob(); p < bestProb {
+			bestProb = p
+			best = pairScan{ok: true, at: i, lo1: lo1 - 1, hi1: hi1 + 1, lo2: lo2 - 1, hi2: hi2 + 1}
+		}
+	}
+	return best
+}
+
+// asciiRange returns the bounds of s when it is exactly the bytes lo..hi,
+// within 1..127 (the word test needs lo-1 >= 0 and hi+1 <= 128).
+func asciiRange(s *byteSet) (lo, hi uint64, ok bool) {
+	first, last := -1, -1
+	for b, in := range s {
+		if !in {
+			continue
+		}
+		if first < 0 {
+			first = b
+		} else if b != last+1 {
+			return 0, 0, false
+		}
+		last = b
+	}
+	if first < 1 || last > 127 {
+		return 0, 0, false
+	}
+	return uint64(first), uint64(last), true
+}
+
+const (
+	ones    = 0x0101010101010101
+	low7    = 0x7f7f7f7f7f7f7f7f
+	highBit = 0x8080808080808080
+)
+
+// between flags, with its high bit, each byte b of x with m < b < n
+// (0 <= m, n <= 128). Exact per byte: the masked arithmetic never carries
+// or borrows across bytes.
+func between(x, m, n uint64) uint64 {
+	x7 := x & low7
+	return (ones*(127+n) - x7) & ^x & (x7 + ones*(127-m)) & highBit
+}
+
+// nextPair is next, finding candidates by the pair eight bytes at a time.
+// Words overlap by one byte, so each word answers for the pairs starting
+// in its first seven bytes.
+func (c *classSeq) nextPair(buf []byte, from int) int {
+	n, at := len(c.sets), c.pair.at
+	// q is where the pair would start; the run then starts at q-at.
+	q := from + at
+	limit := len(buf) - n + at // the last q with room for the run
+	for ; q+8 <= len(buf) && q <= limit; q += 7 {
+		w := binary.LittleEndian.Uint64(buf[q:])
+		hits := between(w, c.pair.lo1, c.pair.hi1) & (between(w, c.pair.lo2, c.pair.hi2) >> 8)
+		for hits != 0 {
+			j := q + bits.TrailingZeros64(hits)/8
+			hits &= hits - 1
+			if j <= limit && c.matchAt(buf, j-at) {
+				return j - at
+			}
+		}
+	}
+	if q > limit {
+		return -1
+	}
+	return c.nextByte(buf, q-at)
+}
+
+// nextByte is next, a byte at a time from the rarest set.
+func (c *classSeq) nextByte(buf []byte, from int) int {
 	n := len(c.sets)
 	anchor := c.sets[c.anchor]
 	for i := from + c.anchor; i <= len(buf)-n+c.anchor; i++ {
 		if !anchor[buf[i]] {
 			continue
 		}
-		s := i - c.anchor
-		ok := true
-		for k, set := range c.sets {
-			if !set[buf[s+k]] {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if s := i - c.anchor; c.matchAt(buf, s) {
 			return s
 		}
 	}

@@ -40,6 +40,12 @@ type searchMatcher struct {
 	// class is the prefilter for patterns without a literal.
 	class    classSeq
 	hasClass bool
+	// nfa, when the pattern allows it, stands in for the regexp wherever
+	// only "does this line match" is asked (see search_nfa.go).
+	nfa *byteNFA
+	// perLine is set for \A and \z, which a pass over the whole buffer
+	// sees only at its ends: the regexp then runs on each line alone.
+	perLine bool
 }
 
 // errPatternSyntax marks a pattern the regexp package rejected.
@@ -74,6 +80,10 @@ func compileSearch(pattern string, literal, ignoreCase bool) (*searchMatcher, er
 	if !m.hasLit {
 		m.class, m.hasClass = extractClassSeq(simple)
 	}
+	if nfa, ok := compileNFA(simple); ok {
+		m.nfa = nfa
+	}
+	m.perLine = hasTextAnchor(simple)
 	return m, nil
 }
 
@@ -89,6 +99,20 @@ type matchLine struct {
 func (m *searchMatcher) eachLine(buf []byte, fn func(matchLine) bool) {
 	if m.hasLit || m.hasClass {
 		m.eachLiteralLine(buf, fn)
+		return
+	}
+	if m.nfa != nil {
+		m.eachNFALine(buf, fn)
+		return
+	}
+	if m.perLine {
+		for ls := 0; ls < len(buf); {
+			le := lineEnd(buf, ls)
+			if loc := m.re.FindIndex(buf[ls:le]); loc != nil && !fn(matchLine{start: ls, end: le, at: ls + loc[0]}) {
+				return
+			}
+			ls = le + 1
+		}
 		return
 	}
 	for pos := 0; pos < len(buf); {
@@ -150,14 +174,19 @@ func (m *searchMatcher) eachLiteralLine(buf []byte, fn func(matchLine) bool) {
 		le := lineEnd(buf, h)
 		at, keep := h, true
 		if m.hasClass || !m.lit.whole {
-			// Match is cheaper than FindIndex; where the match starts
-			// only matters for cutting a long line around it.
-			if le-ls <= maxSearchLineLen {
-				keep = m.re.Match(buf[ls:le])
-			} else if loc := m.re.FindIndex(buf[ls:le]); loc != nil {
-				at = ls + loc[0]
-			} else {
+			// Match is cheaper than FindIndex, and the automaton
+			// cheaper still; where the match starts only matters for
+			// cutting a long line around it.
+			line := buf[ls:le]
+			switch {
+			case len(line) <= maxSearchLineLen && m.nfa != nil:
+				keep = m.nfa.matchLine(line)
+			case len(line) <= maxSearchLineLen:
+				keep = m.re.Match(line)
+			case m.nfa != nil && !m.nfa.matchLine(line):
 				keep = false
+			default:
+				at, keep = m.findStart(buf, ls, le)
 			}
 		}
 		if keep && !fn(matchLine{start: ls, end: le, at: at}) {
@@ -165,6 +194,50 @@ func (m *searchMatcher) eachLiteralLine(buf []byte, fn func(matchLine) bool) {
 		}
 		pos = le + 1
 	}
+}
+
+// eachNFALine runs the automaton over the whole buffer, for patterns with
+// neither a literal nor a class run to prefilter on.
+func (m *searchMatcher) eachNFALine(buf []byte, fn func(matchLine) bool) {
+	for pos := 0; pos < len(buf); {
+		h := m.nfa.nextMatch(buf, pos)
+		if h < 0 {
+			return
+		}
+		ls := bytes.LastIndexByte(buf[:h], '\n') + 1
+		le := lineEnd(buf, h)
+		at, keep := h, true
+		if le-ls > maxSearchLineLen {
+			at, keep = m.findStart(buf, ls, le)
+		}
+		if keep && !fn(matchLine{start: ls, end: le, at: at}) {
+			return
+		}
+		pos = le + 1
+	}
+}
+
+// findStart runs the regexp on the line buf[ls:le] for where its match
+// starts.
+func (m *searchMatcher) findStart(buf []byte, ls, le int) (at int, ok bool) {
+	loc := m.re.FindIndex(buf[ls:le])
+	if loc == nil {
+		return ls, false
+	}
+	return ls + loc[0], true
+}
+
+// hasTextAnchor reports whether re holds \A or \z.
+func hasTextAnchor(re *syntax.Regexp) bool {
+	if re.Op == syntax.OpBeginText || re.Op == syntax.OpEndText {
+		return true
+	}
+	for _, sub := range re.Sub {
+		if hasTextAnchor(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func lineEnd(buf []byte, from int) int {

@@ -123,6 +123,10 @@ func TestSearchMatchesPlainRegexp(t *testing.T) {
 		`ab`, `abc`, `Error\(`, `\w+Error\(`, `a.c`, `a\sb`, `a[^x]b`, `^ab`, `ab$`, `^$`, `x*`,
 		`\bab\b`, `a\nb`, `(ab)+c`, `(?:ab|abc)d`, `[A-Z][a-z]+[0-9]{2,}`, `k`, `sk`, `ks\w`,
 		`e\x{FFFD}`, `\x{FFFD}`, `[0-9][0-9]`, `\d\d+x`, `[xy]z+[0-9]{2}`, `(?i)k[0-9]{2}`, `[a-c]1[2-3]+`, `\s\d\d`, `é`, `ÉA`, `\r`, `b\r$`, `.`, `(a|b)c+`, `S.K`, `Ab[Cc]`, `\s+$`,
+		// Run by the byte automaton (search_nfa.go), with and without a prefilter.
+		`[a-c]+[0-9]`, `[ab]|[0-9]{2}`, `a.*b`, `(?s)a.*c`, `.*é.*`, `é+A`, `^[a-c]+$`, `^\w+`, `\w+$`,
+		`\s\w`, `(a|bc)*1`, `[A-Z][a-z]+`, `(?i)[a-c]e`, `(?i)é`, `(?i)a[0-9]?c`, `A\d*$`, `^(ab|c)`, `a.*\x{FFFD}`,
+		`[^a]b`, `a.b`, `a.+b`, `\r$`, `x|`, `\x{212A}`, `\z`, `\Aa`, `b\z`, `(?s).\z`,
 	}
 	alphabet := []string{"a", "b", "c", "A", "B", "C", "k", "K", "\u212a", "s", "S", "\u017f", "E", "e", "é", "É",
 		"rror(", "Error(", "x", "1", "23", " ", "\t", "\n", "\n", "\r\n", "\xff", "\xc3", "_"}
