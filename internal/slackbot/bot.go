@@ -325,6 +325,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if !b.started.CompareAndSwap(false, true) {
 		return errors.New("slack bot: Run may be called only once")
 	}
+	boot := time.Now()
 	auth, err := b.api.AuthTestContext(ctx)
 	if err != nil {
 		return fmt.Errorf("check the bot token with auth.test: %w (is it the Bot User OAuth Token of an installed app?)", err)
@@ -339,7 +340,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		return fmt.Errorf("open a Socket Mode connection with the app-level token: %w (it must be an xapp- token with the connections:write scope, and Socket Mode must be enabled for the app)", err)
 	}
 
-	b.recoverTurns(ctx)
+	b.recoverTurns(ctx, boot)
 
 	var smOpts []socketmode.Option
 	if b.cfg.PingInterval > 0 {

@@ -39,15 +39,28 @@ type recovery struct {
 // claims its turn when it runs (see claim), so a job that never runs (a
 // shutdown first) leaves the turn for the next start.
 //
+// A turn started after boot is not this start's to recover: some other
+// process, running alongside on the same store, started it and is working on
+// it (two processes started at once after a crash race for the same turn;
+// the first one's claim starts a new turn, which the second must not take
+// over). Store and process clocks are the same host's for SQLite.
+//
 // A thread normally has at most one unfinished turn (its turns run one at a
 // time); if it has more, only the newest is continued and the older ones
 // are reported, since the history has moved past their questions.
-func (b *Bot) recoverTurns(ctx context.Context) {
+func (b *Bot) recoverTurns(ctx context.Context, boot time.Time) {
 	turns, err := b.cfg.Store.Unfinished(ctx)
 	if err != nil {
 		b.log.Error("list turns a restart cut off; they stay for the next start", "err", err)
 		return
 	}
+	turns = slices.DeleteFunc(turns, func(t session.Turn) bool {
+		if t.Started.After(boot) {
+			b.log.Info("unfinished turn started after this process: left to the process running it", "turn", t.ID, "thread", t.Key.String())
+			return true
+		}
+		return false
+	})
 	if len(turns) == 0 {
 		return
 	}
