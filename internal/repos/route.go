@@ -95,7 +95,17 @@ func (m *Manager) ForChannel(channel string) []string {
 // only the configuration, so it answers the same whether or not a clone
 // is available.
 func (m *Manager) Resolve(channel, text string) (repo, question string, err error) {
-	choices := m.ForChannel(channel)
+	return m.choose(m.ForChannel(channel), text)
+}
+
+// Choose is Resolve for a question asked where every repository may be
+// read (the terminal, run by whoever runs the service): "in NAME:" picks
+// one, otherwise the first in configuration order answers.
+func (m *Manager) Choose(text string) (repo, question string, err error) {
+	return m.choose(m.Repos(), text)
+}
+
+func (m *Manager) choose(choices []string, text string) (repo, question string, err error) {
 	if len(choices) == 0 {
 		return "", "", ErrNoRepo
 	}

@@ -1,0 +1,140 @@
+package repos
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLeaseCite checks an answer against a cloned checkout at the lease's
+// commit: what exists is linked at that commit, what does not is flagged
+// and left unlinked, and a commit pushed later changes nothing for a lease
+// taken before it.
+func TestLeaseCite(t *testing.T) {
+	up := newRemote(t)
+	first := up.commit("main", map[string]string{"pay/retry.go": "package pay\n\nfunc Retry() {}\n"})
+	m := newManager(t, []Spec{{Name: "payments", URL: up.URL, Channels: []string{"*"},
+		WebURL: "https://git.acme.test/acme/payments", WebKind: "gitea"}}, Options{DataDir: t.TempDir()})
+	l, err := m.Acquire(t.Context(), "payments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	// A later commit adds the file the answer will cite; the lease must
+	// still judge by the first commit.
+	up.commit("main", map[string]string{"pay/new.go": "package pay\n"})
+	if err := m.SyncNow(t.Context(), "payments"); err != nil {
+		t.Fatal(err)
+	}
+
+	answer := "Retries live in pay/retry.go:3, and the limit is in pay/new.go:1; see pay/retry.go:40."
+	out, valid, invalid, err := l.Cite(t.Context(), answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if valid != 1 || invalid != 2 {
+		t.Errorf("valid, invalid = %d, %d; want 1, 2\n%s", valid, invalid, out)
+	}
+	for _, want := range []string{
+		"[pay/retry.go:3](https://git.acme.test/acme/payments/src/commit/" + first + "/pay/retry.go#L3)",
+		"pay/new.go:1 ⚠️ _(not in repo@" + first[:7] + ")_",
+		"pay/retry.go:40 ⚠️ _(line 40 is past the end: 3 lines)_",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("answer lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "](") != 1 {
+		t.Errorf("want exactly one link, got:\n%s", out)
+	}
+}
+
+// TestLeaseCiteWithoutGit checks a local path that is not a git checkout:
+// citations are judged against its files, and without a web view nothing
+// is linked.
+func TestLeaseCiteWithoutGit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, []Spec{{Name: "tool", Path: dir, Channels: []string{"*"}}}, Options{})
+	l, err := m.Acquire(t.Context(), "tool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	out, valid, invalid, err := l.Cite(t.Context(), "It starts at main.go:3, not at cmd/run.go:9.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "It starts at main.go:3, not at cmd/run.go:9 ⚠️ _(not in the repository)_."
+	if out != want || valid != 1 || invalid != 1 {
+		t.Errorf("Cite = %q, %d, %d\nwant  %q, 1, 1", out, valid, invalid, want)
+	}
+}
+
+// TestLeasePermalink covers the permalink shape of every kind of host, as
+// configured or derived from the remote, for files, line ranges and
+// directories.
+func TestLeasePermalink(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	for _, tc := range []struct {
+		name        string
+		remote      string
+		webURL      string
+		kind        string
+		path        string
+		start, end  int
+		dir         bool
+		want        string
+		wantNoLinks bool
+	}{
+		{name: "github range", remote: "git@github.com:acme/pay.git", path: "a/b.go", start: 3, end: 9,
+			want: "https://github.com/acme/pay/blob/" + sha + "/a/b.go#L3-L9"},
+		{name: "github dir", remote: "https://github.com/acme/pay.git", path: "a/", dir: true,
+			want: "https://github.com/acme/pay/tree/" + sha + "/a"},
+		{name: "gitlab line", remote: "https://gitlab.com/acme/pay.git", path: "./a/b.go", start: 7,
+			want: "https://gitlab.com/acme/pay/-/blob/" + sha + "/a/b.go#L7"},
+		{name: "bitbucket range", remote: "https://bitbucket.org/acme/pay.git", path: "a/b.go", start: 1, end: 2,
+			want: "https://bitbucket.org/acme/pay/src/" + sha + "/a/b.go#lines-1:2"},
+		{name: "gitea configured", webURL: "https://code.acme.test/acme/pay", kind: "gitea", path: "a/b c.go",
+			want: "https://code.acme.test/acme/pay/src/commit/" + sha + "/a/b%20c.go"},
+		{name: "outside the repository", remote: "https://github.com/acme/pay.git", path: "../etc/passwd", wantNoLinks: true},
+		{name: "no web view", remote: "file:///srv/pay.git", path: "a/b.go", start: 1, wantNoLinks: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &Manager{}
+			r := &repo{remote: tc.remote, spec: Spec{WebURL: tc.webURL, WebKind: tc.kind}}
+			m.log = newLogger(&logBuffer{})
+			l := &Lease{Commit: sha, Web: m.webView(r)}
+			got := l.Permalink(tc.path, tc.start, tc.end, tc.dir)
+			if tc.wantNoLinks {
+				if got != "" {
+					t.Errorf("Permalink = %q, want none", got)
+				}
+				return
+			}
+			if got != tc.want {
+				t.Errorf("Permalink = %q\nwant        %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestChoose(t *testing.T) {
+	m := routingManager(t)
+	for _, tc := range []struct{ text, repo, question string }{
+		{"what is this?", "docs", "what is this?"},
+		{"in secret: show me", "secret", "show me"},
+		{"In Infra, where?", "infra", "where?"},
+	} {
+		repo, q, err := m.Choose(tc.text)
+		if err != nil || repo != tc.repo || q != tc.question {
+			t.Errorf("Choose(%q) = %q, %q, %v; want %q, %q", tc.text, repo, q, err, tc.repo, tc.question)
+		}
+	}
+	if _, _, err := m.Choose("in nowhere: x"); err == nil || !strings.Contains(err.Error(), "docs, payments, infra, secret") {
+		t.Errorf("Choose of an unknown repo: %v, want the list of all repos", err)
+	}
+}
