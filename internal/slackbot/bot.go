@@ -17,7 +17,9 @@ import (
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/tools"
 )
 
 // Answerer runs one turn of the agent. *agent.Agent satisfies it; tests plug
@@ -74,8 +76,21 @@ const (
 	DefaultAckTimeout       = 2 * time.Second
 )
 
-// Config is everything the bot needs. Tokens, Answerer and Store are
-// required; every other zero value means the default named next to it.
+// Repos is what the bot needs of the repositories (*repos.Manager): which
+// ones a channel may read, which one a question is about, and a checkout of
+// it that stays at one commit for a whole turn.
+type Repos interface {
+	ForChannel(channel string) []string
+	Resolve(channel, text string) (repo, question string, err error)
+	Acquire(ctx context.Context, name string) (*repos.Lease, error)
+	Health() []repos.RepoHealth
+}
+
+var _ Repos = (*repos.Manager)(nil)
+
+// Config is everything the bot needs. Tokens, Store, and Answerer or Repos
+// with NewAnswerer are required; every other zero value means the default
+// named next to it.
 type Config struct {
 	// BotToken (xoxb-) authorises Web API calls.
 	BotToken string
@@ -88,9 +103,23 @@ type Config struct {
 	// HTTPClient is used for Web API calls; nil means http.DefaultClient.
 	HTTPClient *http.Client
 
-	// Answerer runs the agent; Store keeps sessions, turns and dedupe keys.
+	// Answerer runs the agent over the one repository of RepoName and
+	// Commit, when Repos is not set. Store keeps sessions, turns and dedupe
+	// keys.
 	Answerer Answerer
 	Store    session.Store
+
+	// Repos, when set, binds each thread to one repository (the channel's
+	// default, or the one the question names: "in payments: …") and gives
+	// each turn a lease on it, one commit from start to end; a channel
+	// that may read none is told the bot is not enabled there. The answer's
+	// citations are checked and linked at that commit, and context lines
+	// link the files the tools read. NewAnswerer builds the agent over a
+	// lease's workspace for each turn; it must give every repository the
+	// same tools in the same order, so the prompt cache holds across
+	// turns and threads. RepoName, Commit and Answerer are then unused.
+	Repos       Repos
+	NewAnswerer func(ws *tools.Workspace) (Answerer, error)
 
 	// RepoName names the repository in the footer and in the first message
 	// of a session, so the model knows what it is looking at.
@@ -190,9 +219,13 @@ type Bot struct {
 	bg sync.WaitGroup // short background posts (refusals, hints)
 
 	// system and tools are what every request sends before the history,
-	// from the Answerer when it reports them; for estimates.
-	system llm.Message
-	tools  []llm.ToolSpec
+	// from the Answerer when it reports them; for estimates. With Repos
+	// they are taken from the first turn's Answerer (the same for every
+	// repository): prefixOnce guards the write, and every turn passes
+	// through it before reading them.
+	system     llm.Message
+	tools      []llm.ToolSpec
+	prefixOnce sync.Once
 }
 
 // identity is who the bot is, from auth.test.
@@ -217,7 +250,10 @@ func New(cfg Config) (*Bot, error) {
 	case !strings.HasPrefix(cfg.AppToken, "xapp-"):
 		errs = append(errs, errors.New("the app-level token must start with xapp- (Slack app → Basic Information → App-Level Tokens, scope connections:write); a bot token does not open Socket Mode connections"))
 	}
-	if cfg.Answerer == nil {
+	switch {
+	case cfg.Repos != nil && cfg.NewAnswerer == nil:
+		errs = append(errs, errors.New("Repos without NewAnswerer: the bot cannot build an agent over a checkout"))
+	case cfg.Repos == nil && cfg.Answerer == nil:
 		errs = append(errs, errors.New("no Answerer: the bot has nothing to answer with"))
 	}
 	if cfg.Store == nil {
@@ -262,7 +298,7 @@ func New(cfg Config) (*Bot, error) {
 	if cfg.Calibrator == nil {
 		cfg.Calibrator = &session.Calibrator{}
 	}
-	if _, ok := cfg.Answerer.(Resumer); !ok && cfg.Recovery == RecoverResume {
+	if _, ok := cfg.Answerer.(Resumer); !ok && cfg.Recovery == RecoverResume && cfg.Repos == nil {
 		cfg.Recovery = RecoverRerun
 	}
 
@@ -302,7 +338,7 @@ func New(cfg Config) (*Bot, error) {
 		UpdateInterval: cfg.UpdateInterval,
 		Burst:          cfg.PostBurst,
 	})
-	if p, ok := cfg.Answerer.(prefixer); ok {
+	if p, ok := cfg.Answerer.(prefixer); ok && cfg.Repos == nil {
 		b.system, b.tools = p.Prefix()
 	}
 	b.queue = newDispatcher(cfg.MaxConcurrent, m)

@@ -9,6 +9,11 @@
 // and queues it on its thread; a thread's turns run one at a time in arrival
 // order, and at most Config.MaxConcurrent turns run at once.
 //
+// With Config.Repos, each thread is bound to one repository (the channel's
+// default, or the one its first question names with "in NAME:"), and each
+// turn holds a lease on that repository's checkout from start to end: the
+// tools, the citations in the answer and the footer all see one commit.
+//
 // It is the only package that imports slack-go. It imports agent, llm,
-// session and tools for their types, and nothing from cmd.
+// repos, session and tools for their types, and nothing from cmd.
 package slackbot

@@ -240,7 +240,7 @@ func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
 		return
 	}
 	switch {
-	case !b.allowed(in):
+	case !b.allowed(in), !b.repoEnabled(in):
 		b.refuse(ctx, in)
 	case strings.TrimSpace(in.Text) == "":
 		b.background(func(ctx context.Context) {
@@ -287,8 +287,9 @@ func (b *Bot) firstSeen(ctx context.Context, in inbound) bool {
 	return true
 }
 
-// refuse says once per thread that the bot is not enabled here, and reads
-// nothing from the repository.
+// refuse says once per thread that the bot is not enabled here (by the
+// allow-lists, or no repository serves the channel), and reads nothing
+// from any repository.
 func (b *Bot) refuse(ctx context.Context, in inbound) {
 	b.metrics.refused.Inc()
 	first, err := b.cfg.Store.FirstSeen(ctx, "refused:"+in.Key.String(), b.cfg.DedupeTTL)

@@ -1,11 +1,13 @@
 package slackbot
 
 import (
-	"fmt"
+	"encoding/json"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/askrepo/askrepo/internal/repos"
 )
 
 // metrics are the bot's Prometheus series, registered on Config.Registry.
@@ -25,6 +27,7 @@ type metrics struct {
 	refused          prometheus.Counter
 	connected        prometheus.Gauge
 	compactions      prometheus.Counter
+	citations        *prometheus.CounterVec // in posted answers, by result: valid, flagged
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -61,10 +64,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "1 while the Socket Mode connection is up."}),
 		compactions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "history_compactions_total",
 			Help: "Thread histories compacted between turns to stay under the context budget."}),
+		citations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "citations_total",
+			Help: "Code citations in posted answers, by result: valid (linked when the repo has a web view) or flagged (no such file, lines past the end)."}, []string{"result"}),
 	}
 	for _, c := range []prometheus.Collector{m.turns, m.toolCalls, m.toolSeconds, m.stepSeconds, m.tokens,
 		m.slackErrors, m.slackRateLimited, m.queueDepth, m.running, m.ackSeconds, m.ackFailures,
-		m.ignored, m.refused, m.connected, m.compactions} {
+		m.ignored, m.refused, m.connected, m.compactions, m.citations} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -72,19 +77,38 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// HTTPHandler serves /healthz (200 "ok" only while Healthy, else 503 and the
-// reason) and /metrics (the bot's registry, in Prometheus text format).
+// health is the body of /healthz.
+type health struct {
+	Status string `json:"status"` // "ok" or "unhealthy"
+	Error  string `json:"error,omitempty"`
+	// Repos is each repository's state, with Config.Repos. A repository
+	// whose fetches fail, or that never cloned, does not make the service
+	// unhealthy (other repos still answer, and a failed fetch keeps the
+	// last good checkout); its last_error says what went wrong.
+	Repos []repos.RepoHealth `json:"repos,omitempty"`
+}
+
+// HTTPHandler serves /healthz (200 and {"status":"ok"} only while Healthy,
+// else 503 and the reason in "error"; with each repository's state in
+// "repos") and /metrics (the bot's registry, in Prometheus text format).
 func (b *Bot) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
+		h := health{Status: "ok"}
 		if err := b.Healthy(); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "unhealthy:", err)
-			return
+			h = health{Status: "unhealthy", Error: err.Error()}
 		}
-		fmt.Fprintln(w, "ok")
+		if b.cfg.Repos != nil {
+			h.Repos = b.cfg.Repos.Health()
+		}
+		if h.Status != "ok" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(h)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(b.cfg.Registry, promhttp.HandlerOpts{Registry: b.cfg.Registry}))
 	return mux

@@ -40,6 +40,10 @@ type progress struct {
 	started     bool
 	hitMaxSteps bool
 
+	// link, when set, gives a finished call's context line its link to
+	// the file it read; set before the agent runs.
+	link func(tools.Call, tools.Result) string
+
 	mu        sync.Mutex
 	lines     []CallLine
 	byID      map[string]int
@@ -102,6 +106,9 @@ func (p *progress) ToolDone(step int, call tools.Call, res tools.Result, took ti
 			p.lines[i].State = CallFailed
 		}
 		p.lines[i].Summary = res.Summary
+		if p.link != nil {
+			p.lines[i].URL = p.link(call, res)
+		}
 	}
 	p.mu.Unlock()
 	p.poke()

@@ -144,41 +144,48 @@ func (b *Bot) lostClaim(err error, log *slog.Logger) {
 // resume runs a claimed turn to its answer: from its last persisted step
 // (RecoverResume) or from its question (RecoverRerun, which first drops the
 // steps already stored).
-func (b *Bot) resume(ctx context.Context, j *job, prog *progress) (answer, commit string, err error) {
+//
+// The checkout is leased anew for the rest of the turn: it may be at a
+// newer commit than the steps already stored, and the session records it.
+func (b *Bot) resume(ctx context.Context, j *job, co *checkout, prog *progress) (answer string, err error) {
 	sess, ok, err := b.cfg.Store.Session(ctx, j.in.Key)
 	if err != nil {
-		return "", "", fmt.Errorf("load the thread's session: %w", err)
+		return "", fmt.Errorf("load the thread's session: %w", err)
 	}
 	if !ok {
-		return "", "", fmt.Errorf("resume turn %s: the thread's session is gone (purged?)", j.recovered.turn.ID)
+		return "", fmt.Errorf("resume turn %s: the thread's session is gone (purged?)", j.recovered.turn.ID)
 	}
-	commit = b.commit(ctx)
 	hist := sess.History
 	q := agent.QuestionIndex(hist)
 	if q < 0 {
-		return "", commit, fmt.Errorf("resume turn %s: the history holds no question", j.recovered.turn.ID)
+		return "", fmt.Errorf("resume turn %s: the history holds no question", j.recovered.turn.ID)
 	}
 	if endsWithAnswer(hist) {
-		return strings.TrimSpace(hist[len(hist)-1].Content), commit, nil
+		return strings.TrimSpace(hist[len(hist)-1].Content), nil
+	}
+	if co.commit != "" && co.commit != sess.Commit {
+		if err := b.cfg.Store.SetCommit(ctx, j.in.Key, co.commit); err != nil {
+			b.log.Warn("record a session's commit", "thread", j.in.Key.String(), "err", err)
+		}
 	}
 	if j.recovered.mode == RecoverRerun && q < len(hist)-1 {
 		hist = slices.Clone(hist[:q+1])
 		if err := b.cfg.Store.ReplaceHistory(ctx, j.in.Key, hist); err != nil {
-			return "", commit, fmt.Errorf("drop the steps of a turn to run it again: %w", err)
+			return "", fmt.Errorf("drop the steps of a turn to run it again: %w", err)
 		}
 	}
 	prog.reqHist = slices.Clone(hist)
 	var turn agent.Turn
-	if r, ok := b.cfg.Answerer.(Resumer); ok {
+	if r, ok := co.ans.(Resumer); ok {
 		turn, err = r.Resume(ctx, hist, prog)
 	} else {
-		turn, err = b.cfg.Answerer.Run(ctx, hist[:q], hist[q], prog)
+		turn, err = co.ans.Run(ctx, hist[:q], hist[q], prog)
 	}
 	if err != nil {
-		return "", commit, err
+		return "", err
 	}
 	prog.hitMaxSteps = turn.HitMaxSteps
-	return turn.Answer, commit, nil
+	return turn.Answer, nil
 }
 
 // endsWithAnswer reports whether the last turn of h has its final answer.

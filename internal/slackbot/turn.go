@@ -16,6 +16,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 )
 
@@ -65,6 +66,7 @@ const (
 	outcomeModelReject = "model_rejected"
 	outcomeStepLimit   = "step_limit"
 	outcomeInternal    = "internal_error"
+	outcomeRepoDown    = "repository_unavailable"
 	outcomeNotStarted  = "not_started"
 	// A turn a restart cut off, found at start: only reported
 	// (RecoverReport), or its answer was already in the thread.
@@ -122,17 +124,37 @@ func (b *Bot) runTurn(j *job) {
 	if j.recovered != nil && !b.claim(post, j, res.id, log) {
 		return
 	}
+	bound, err := b.bind(post, j)
+	if err == nil && bound.refusal != "" {
+		// Nothing is read and no turn is stored: the thread hears why.
+		b.postOut(post, in, Outgoing{Text: bound.refusal}, log)
+		b.metrics.turns.WithLabelValues(bound.outcome).Inc()
+		log.Info("turn", "user", in.User, "outcome", bound.outcome, "duration_ms", time.Since(start).Milliseconds())
+		return
+	}
 	b.react(post, in, reactWorking)
 	b.setStatus(post, in, "is reading the repository…")
 
 	prog := newProgress(b, in, res.id, ctx, cancel)
-	var answer, commit string
-	var err error
 	if j.recovered != nil {
 		prog.started = true // the claim started it
-		answer, commit, err = b.resume(ctx, j, prog)
-	} else {
-		answer, commit, err = b.answer(ctx, in, res.id, prog)
+	}
+	// The checkout is held until the answer is posted: its citations are
+	// checked against the commit the tools read.
+	var co *checkout
+	if err == nil {
+		co, err = b.checkout(ctx, bound.repo)
+	}
+	defer co.release()
+	var answer string
+	if err == nil {
+		log = log.With("repo", co.repo, "commit", co.commit)
+		prog.link = co.link
+		if j.recovered != nil {
+			answer, err = b.resume(ctx, j, co, prog)
+		} else {
+			answer, err = b.answer(ctx, in, bound.question, res.id, co, prog)
+		}
 	}
 	prog.finish()
 	res.steps, res.toolCalls, res.usage = prog.totals()
@@ -150,7 +172,7 @@ func (b *Bot) runTurn(j *job) {
 		b.unreact(post, in, reactWorking)
 	case err == nil:
 		res.outcome = outcomeAnswered
-		b.postAnswer(post, in, answer, commit, res, time.Since(start), log)
+		b.postAnswer(post, in, b.cite(post, co, answer), co, res, time.Since(start), log)
 		// Ended at once, before anything cosmetic: a crash between the
 		// post and this write is the one window in which a restart finds
 		// the turn unfinished with its answer posted (claim checks the
@@ -227,18 +249,23 @@ func (b *Bot) commit(ctx context.Context) string {
 }
 
 // answer loads the thread's history, compacts it if it is over the budget,
-// records the turn as started, and runs the agent.
-func (b *Bot) answer(ctx context.Context, in inbound, turnID string, prog *progress) (answer, commit string, err error) {
+// records the turn as started, and runs the agent over the checkout.
+func (b *Bot) answer(ctx context.Context, in inbound, question, turnID string, co *checkout, prog *progress) (answer string, err error) {
 	sess, ok, err := b.cfg.Store.Session(ctx, in.Key)
 	if err != nil {
-		return "", "", fmt.Errorf("load the thread's session: %w", err)
+		return "", fmt.Errorf("load the thread's session: %w", err)
 	}
-	commit = b.commit(ctx)
-	text := in.Text
-	if !ok || len(sess.History) == 0 {
+	commit := co.commit
+	text := question
+	switch {
+	case !ok || len(sess.History) == 0:
 		// Volatile facts go in front of the first question, not into the
 		// system prompt, which must stay byte-identical to be cached.
-		text = agent.ContextPreamble(b.cfg.RepoName, commit, time.Now(), in.User) + text
+		text = agent.ContextPreamble(co.repo, commit, time.Now(), in.User) + text
+	case sess.Commit != "" && commit != "" && sess.Commit != commit:
+		// The history quotes files as they were; the model must know
+		// they may have changed since.
+		text = fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)\n\n", shortCommit(sess.Commit), shortCommit(commit)) + text
 	}
 	user := llm.Message{Role: llm.RoleUser, Content: text}
 	history := b.compactHistory(ctx, in.Key, sess.History, user)
@@ -247,12 +274,12 @@ func (b *Bot) answer(ctx context.Context, in inbound, turnID string, prog *progr
 		Key:      in.Key,
 		State:    session.TurnRunning,
 		User:     in.User,
-		Question: in.Text,
+		Question: question,
 		MsgTS:    in.TS,
 		Started:  time.Now(),
 	}
-	if err := b.cfg.Store.StartTurn(ctx, t, b.cfg.RepoName, user); err != nil {
-		return "", commit, fmt.Errorf("record the start of a turn: %w", err)
+	if err := b.cfg.Store.StartTurn(ctx, t, co.repo, user); err != nil {
+		return "", fmt.Errorf("record the start of a turn: %w", err)
 	}
 	prog.started = true
 	if commit != "" {
@@ -261,15 +288,22 @@ func (b *Bot) answer(ctx context.Context, in inbound, turnID string, prog *progr
 		}
 	}
 	prog.reqHist = append(slices.Clip(history), user)
-	turn, err := b.cfg.Answerer.Run(ctx, history, user, prog)
+	turn, err := co.ans.Run(ctx, history, user, prog)
 	if err != nil {
-		return "", commit, err
+		return "", err
 	}
 	prog.hitMaxSteps = turn.HitMaxSteps
-	return turn.Answer, commit, nil
+	return turn.Answer, nil
 }
 
-func (b *Bot) postAnswer(ctx context.Context, in inbound, answer, commit string, res turnResult, took time.Duration, log *slog.Logger) {
+func shortCommit(c string) string {
+	if len(c) > 7 {
+		return c[:7]
+	}
+	return c
+}
+
+func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *checkout, res turnResult, took time.Duration, log *slog.Logger) {
 	f := Footer{
 		Steps:            res.steps,
 		ToolCalls:        res.toolCalls,
@@ -277,8 +311,8 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer, commit string,
 		CachedTokens:     res.usage.CachedPromptTokens,
 		CompletionTokens: res.usage.CompletionTokens,
 		Duration:         took,
-		Repo:             b.cfg.RepoName,
-		Commit:           commit,
+		Repo:             co.repo,
+		Commit:           co.commit,
 	}
 	// The thread's totals include this turn; show them once there was an
 	// earlier turn, when they differ from this turn's numbers.
@@ -324,6 +358,8 @@ func classify(err, cause error, timeout time.Duration, recovery string) (outcome
 		return outcomeStepLimit, session.TurnFailed, "I reached my limit of steps before finding an answer; a narrower question may work."
 	case errors.Is(err, agent.ErrRepeating):
 		return outcomeStepLimit, session.TurnFailed, "I kept repeating the same lookups without getting closer to an answer; please rephrase the question."
+	case errors.Is(err, repos.ErrUnavailable):
+		return outcomeRepoDown, session.TurnFailed, "I cannot read the repository right now: its checkout is not available yet (the operators can see why on the health page). Please try again later."
 	case errors.Is(err, agent.ErrEmptyAnswer):
 		return outcomeModelReject, session.TurnFailed, "The language model gave no answer; please rephrase the question."
 	}
