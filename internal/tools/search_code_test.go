@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -354,5 +355,48 @@ func TestSearchCodeSymlinks(t *testing.T) {
 		if !strings.HasPrefix(out, tt.want) {
 			t.Errorf("search %v:\n%s\nwant it to start with:\n%s", tt.args, out, tt.want)
 		}
+	}
+}
+
+// TestSearchCodeSymlinkedParents covers a directory swapped for a symlink
+// after the file list was made: the fast reader opens a directory in one
+// call, which follows a symlink in the path, so it must notice and hand over
+// to Workspace.Open, which refuses a link leading out and reads one inside
+// under the listed name.
+func TestSearchCodeSymlinkedParents(t *testing.T) {
+	for _, tt := range []struct {
+		name, target, want string
+	}{
+		{"out", "../outside", "No matches"},
+		{"in", "other", "1 match in 1 file\n\nlib/sub/x.go:1: other needle\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := parent + "/repo"
+			wsWriteFiles(t, parent, map[string]string{
+				"outside/sub/x.go":    "SECRET needle\n",
+				"repo/lib/sub/x.go":   "package sub\n",
+				"repo/other/sub/x.go": "other needle\n",
+			})
+			t.Setenv("GIT_CEILING_DIRECTORIES", parent)
+			ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
+			if _, err := ws.Files(t.Context()); err != nil { // listed while lib is a directory
+				t.Fatal(err)
+			}
+			if err := os.Rename(dir+"/lib", dir+"/lib.old"); err != nil {
+				t.Fatal(err)
+			}
+			wsSymlink(t, tt.target, dir+"/lib")
+			out, err := runSearch(t, NewSearchCode(ws, SearchCodeOptions{}), map[string]any{"pattern": "needle", "path": "lib"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, "SECRET") {
+				t.Fatalf("search read outside the checkout:\n%s", out)
+			}
+			if !strings.HasPrefix(out, tt.want) {
+				t.Errorf("search:\n%s\nwant it to start with:\n%s", out, tt.want)
+			}
+		})
 	}
 }

@@ -507,32 +507,43 @@ func (j *searchJob) run(ctx context.Context) searchResult {
 		shown    int // matches to show among files before frontier
 	)
 	cutoff.Store(int64(len(j.files)))
+	workers := max(1, j.workers)
+	// Workers take runs of neighbouring files, which mostly share a
+	// directory: a reader opens each directory once per run instead of
+	// every worker opening every directory. Runs stay short enough to
+	// keep the workers evenly loaded.
+	batch := int64(max(1, min(16, len(j.files)/(workers*16))))
 	var wg sync.WaitGroup
-	for range max(1, j.workers) {
+	for range workers {
 		wg.Go(func() {
 			r := j.reader()
 			defer r.close()
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(j.files) || ctx.Err() != nil || j.expired() {
+				first := int(next.Add(batch) - batch)
+				for i := first; i < min(first+int(batch), len(j.files)); i++ {
+					if ctx.Err() != nil || j.expired() {
+						return
+					}
+					limit := j.maxResults
+					if int64(i) > cutoff.Load() {
+						limit = 0
+					}
+					h := j.searchFile(r, j.files[i], limit)
+					searched.Add(1)
+					mu.Lock()
+					res.hits[i] = h
+					for frontier < len(j.files) && res.hits[frontier].done {
+						shown += res.hits[frontier].matches
+						if shown >= j.maxResults && cutoff.Load() == int64(len(j.files)) {
+							cutoff.Store(int64(frontier))
+						}
+						frontier++
+					}
+					mu.Unlock()
+				}
+				if first+int(batch) >= len(j.files) {
 					return
 				}
-				limit := j.maxResults
-				if int64(i) > cutoff.Load() {
-					limit = 0
-				}
-				h := j.searchFile(r, j.files[i], limit)
-				searched.Add(1)
-				mu.Lock()
-				res.hits[i] = h
-				for frontier < len(j.files) && res.hits[frontier].done {
-					shown += res.hits[frontier].matches
-					if shown >= j.maxResults && cutoff.Load() == int64(len(j.files)) {
-						cutoff.Store(int64(frontier))
-					}
-					frontier++
-				}
-				mu.Unlock()
 			}
 		})
 	}

@@ -13,11 +13,19 @@ import (
 // time and then asks /proc where the file really is: about fifteen system
 // calls per file, two thirds of a whole-repository search. dirReader keeps
 // the same guarantees for the common case with about five: it opens each
-// directory once through an os.Root on the checkout, checks through /proc
-// that the directory is where the listing says (no symlinked component),
-// then opens plain names in it with O_NOFOLLOW. Anything else (a symlink,
-// a directory reached through one, an error) goes to Workspace.Open, which
+// directory once, relative to the checkout, checks through /proc that the
+// directory is where the listing says (so no component was a symlink), then
+// opens plain names in it with O_NOFOLLOW. Anything else (a symlink, a
+// directory reached through one, an error) goes to Workspace.Open, which
 // applies every check and decides.
+//
+// The directory is opened with one openat from the checkout's descriptor
+// rather than through the os.Root, which would open and close every
+// component on the way (a third of a search's system calls). That openat
+// may follow a symlink in the middle of the path, even out of the checkout,
+// but nothing is read from it before /proc has confirmed the directory is
+// the one at exactly that path inside the checkout; otherwise the fallback
+// decides.
 //
 // Deny-listing is not repeated here: the files come from Workspace.Files,
 // which drops denied paths, or were already opened once through
@@ -27,10 +35,11 @@ type dirReader struct {
 	root     *os.Root
 	real     string // the checkout with symlinks resolved, as /proc reports it
 	fallback openReader
+	top      *os.File // the checkout itself, opened through root; nil until needed
 
-	dir   string // the open directory, relative; "" for none
-	dirFD int    // -1 when dir must go through fallback
-	dirF  *os.File
+	dir    string // the current directory, relative; "" for the top
+	opened bool   // whether dir was opened (dirFD says if it can be used)
+	dirFD  int    // -1 when dir must go through fallback
 }
 
 // newSearchReader returns a reader for one worker. ok is false when the
@@ -43,31 +52,56 @@ func newSearchReader(root *os.Root, real string, open func(string) (*os.File, fs
 }
 
 func (r *dirReader) close() {
-	if r.dirF != nil {
-		r.dirF.Close()
-		r.dirF = nil
+	r.closeDir()
+	if r.top != nil {
+		r.top.Close()
+		r.top = nil
 	}
 }
 
+func (r *dirReader) closeDir() {
+	if r.dirFD >= 0 {
+		syscall.Close(r.dirFD)
+	}
+	r.opened, r.dirFD = false, -1
+}
+
 func (r *dirReader) switchDir(dir string) {
-	r.close()
-	r.dir, r.dirFD = dir, -1
+	r.closeDir()
+	r.dir, r.opened = dir, true
+	if r.top == nil {
+		top, err := r.root.Open(".")
+		if err != nil {
+			return
+		}
+		r.top = top
+	}
 	name := dir
 	if name == "" {
 		name = "."
 	}
-	f, err := r.root.Open(name)
+	fd, err := openat(int(r.top.Fd()), name, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC)
 	if err != nil {
 		return
 	}
-	r.dirF = f
 	want := r.real
 	if dir != "" {
 		want += "/" + dir
 	}
-	fd := int(f.Fd())
-	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && target == want {
-		r.dirFD = fd
+	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err != nil || target != want {
+		syscall.Close(fd)
+		return
+	}
+	r.dirFD = fd
+}
+
+// openat retries syscall.Openat on EINTR.
+func openat(dirFD int, name string, flags int) (int, error) {
+	for {
+		fd, err := syscall.Openat(dirFD, name, flags, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
 	}
 }
 
@@ -76,20 +110,13 @@ func (r *dirReader) read(rel string, buf []byte, maxSize int64) ([]byte, skipKin
 	if len(dir) > 0 {
 		dir = dir[:len(dir)-1]
 	}
-	if dir != r.dir || r.dirF == nil {
+	if dir != r.dir || !r.opened {
 		r.switchDir(dir)
 	}
 	if r.dirFD < 0 || name == "" {
 		return r.fallback.read(rel, buf, maxSize)
 	}
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Openat(r.dirFD, name, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-		if err != syscall.EINTR {
-			break
-		}
-	}
+	fd, err := openat(r.dirFD, name, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC)
 	if err != nil {
 		// ELOOP: a symlink, which Open follows inside the checkout and
 		// checks against the deny-list. Other errors: Open explains.
