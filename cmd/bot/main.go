@@ -74,14 +74,14 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	}
 	switch cmd {
 	case "ask":
-		return runAsk(ctx, cfg, fs.Args(), stdin, stdout, stderr)
+		return runAsk(ctx, cfg, env, fs.Args(), stdin, stdout, stderr)
 	case "chat":
-		return runChat(ctx, cfg, stdin, stdout, stderr)
+		return runChat(ctx, cfg, env, stdin, stdout, stderr)
 	case "serve":
 		if fs.NArg() > 0 {
 			return usageError{fmt.Sprintf("serve takes no arguments, got %q; to ask in the terminal: bot ask %q", fs.Args(), fs.Arg(0))}
 		}
-		return runServe(ctx, cfg, stderr)
+		return runServe(ctx, cfg, env, stderr)
 	case "sessions":
 		return runSessions(ctx, cfg, stdout)
 	case "help":

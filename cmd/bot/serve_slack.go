@@ -5,48 +5,80 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot"
+	"github.com/askrepo/askrepo/internal/tools"
 )
 
-// serveSlack wires the checkout, the model, the store and the Slack app
+// serveSlack wires the repositories, the model, the store and the Slack app
 // together and serves until ctx is cancelled (SIGTERM, Ctrl-C), then drains.
-func serveSlack(ctx context.Context, cfg config.Config, stderr io.Writer) error {
-	log := newLogger(cfg, stderr)
-	c, err := newCore(cfg, log)
+func serveSlack(ctx context.Context, cfg config.Config, env func(string) (string, bool), stderr io.Writer) error {
+	s, err := newService(ctx, cfg, env, newLogger(cfg, stderr))
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer s.Close()
+	return s.run(ctx)
+}
+
+// service is the Slack side wired together, built by newService and served
+// by run; tests build one to reach its repositories.
+type service struct {
+	cfg   config.Config
+	log   *slog.Logger
+	core  *core
+	store session.Store
+	bot   *slackbot.Bot
+}
+
+// newService clones or opens the repositories, opens the store and builds
+// the bot. Close it when done.
+func newService(ctx context.Context, cfg config.Config, env func(string) (string, bool), log *slog.Logger) (*service, error) {
+	reg := prometheus.NewRegistry()
+	syncs := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "askrepo", Name: "repo_syncs_total",
+		Help: "Fetches of url repositories, by repo and result (ok, error); a failed fetch keeps the last good checkout."}, []string{"repo", "result"})
+	reg.MustRegister(syncs)
+	onSync := func(name string, err error) {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		syncs.WithLabelValues(name, result).Inc()
+	}
+	c, err := newCore(ctx, cfg, env, log, onSync)
+	if err != nil {
+		return nil, err
+	}
 	if c.demo {
 		log.Warn("OPENAI_API_KEY is not set: answering with the demo model, which only lists the repo and reads its README")
 	}
 	store, err := openStore(ctx, cfg)
 	if err != nil {
-		return err
+		c.Close()
+		return nil, err
 	}
-	defer store.Close()
-
 	bot, err := slackbot.New(slackbot.Config{
-		BotToken:      cfg.SlackBotToken.Reveal(),
-		AppToken:      cfg.SlackAppToken.Reveal(),
-		APIURL:        cfg.SlackAPIURL,
-		Answerer:      c.agent,
-		Store:         store,
-		RepoName:      cfg.ResolvedRepoName(),
-		Commit:        func(ctx context.Context) (string, error) { return headCommit(ctx, c.ws.Dir()) },
+		BotToken: cfg.SlackBotToken.Reveal(),
+		AppToken: cfg.SlackAppToken.Reveal(),
+		APIURL:   cfg.SlackAPIURL,
+		Store:    store,
+		Repos:    c.repos,
+		NewAnswerer: func(ws *tools.Workspace) (slackbot.Answerer, error) {
+			return c.newAgent(ws)
+		},
 		Recovery:      cfg.Recovery,
 		ContextBudget: c.budget,
-		Model:         c.model,
+		Model:         c.name,
 		Calibrator:    c.cal,
 		Followups:     cfg.Followups,
 		MaxConcurrent: cfg.Concurrency,
@@ -55,21 +87,42 @@ func serveSlack(ctx context.Context, cfg config.Config, stderr io.Writer) error 
 		TurnTimeout:   cfg.TurnTimeout,
 		DrainTimeout:  cfg.DrainTimeout,
 		Logger:        log.With("component", "slack"),
+		Registry:      reg,
 	})
 	if err != nil {
-		return err
+		store.Close()
+		c.Close()
+		return nil, err
 	}
+	return &service{cfg: cfg, log: log, core: c, store: store, bot: bot}, nil
+}
 
-	retention, stopRetention := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRetention()
-	go session.RunRetention(retention, store, time.Hour, cfg.Retention, log.With("component", "retention"))
+// Close closes the store and the repositories; after run has returned.
+func (s *service) Close() {
+	s.store.Close()
+	s.core.Close()
+}
+
+// run serves Slack until ctx is cancelled, with the repositories' sync
+// loop, the retention sweep and the health and metrics listener beside it.
+func (s *service) run(ctx context.Context) error {
+	cfg, log := s.cfg, s.log
+	// The background loops stop after the bot has drained: a turn still
+	// running keeps its lease either way, but a sync during the drain
+	// would only be thrown away.
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	go session.RunRetention(bg, s.store, time.Hour, cfg.Retention, log.With("component", "retention"))
+	synced := make(chan struct{})
+	go func() { defer close(synced); s.core.repos.Run(bg) }()
+	defer func() { stopBG(); <-synced }()
 
 	if cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)
 		if err != nil {
 			return fmt.Errorf("BOT_HTTP_ADDR %s: %w (choose a free address, or set it empty to disable health and metrics)", cfg.HTTPAddr, err)
 		}
-		srv := &http.Server{Handler: bot.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: s.bot.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("health and metrics listener stopped", "err", err)
@@ -82,8 +135,8 @@ func serveSlack(ctx context.Context, cfg config.Config, stderr io.Writer) error 
 		}()
 		log.Info("health and metrics", "addr", ln.Addr().String())
 	}
-	log.Info("serving Slack", "repo", cfg.ResolvedRepoName(), "path", c.ws.Dir(), "model", c.model)
-	return bot.Run(ctx)
+	log.Info("serving Slack", "repos", s.core.repos.Repos(), "model", s.core.name)
+	return s.bot.Run(ctx)
 }
 
 // openStore opens the SQLite store under BOT_DATA_DIR, creating the
@@ -98,18 +151,4 @@ func openStore(ctx context.Context, cfg config.Config) (session.Store, error) {
 		return nil, fmt.Errorf("open session store %s: %w", path, err)
 	}
 	return s, nil
-}
-
-// headCommit is the checkout's current commit, or an error when it is not a
-// git checkout.
-func headCommit(ctx context.Context, dir string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--verify", "HEAD")
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git rev-parse HEAD in %s: %w", dir, err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // runAsk answers one question and exits.
-func runAsk(ctx context.Context, cfg config.Config, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bool), args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	question := strings.TrimSpace(strings.Join(args, " "))
 	if question == "" && !isTerminal(stdin) {
 		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
@@ -29,26 +29,30 @@ func runAsk(ctx context.Context, cfg config.Config, args []string, stdin io.Read
 	if question == "" {
 		return usageError{`ask needs a question, e.g. bot ask "what does this project do?"`}
 	}
-	c, err := newCore(cfg, terminalLogger(cfg, stderr))
+	c, err := newCore(ctx, cfg, env, terminalLogger(cfg, stderr), nil)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	t := newTerminal(stdout, stderr, c)
-	_, err = t.turn(ctx, nil, question, cfg.ResolvedRepoName())
+	_, err = t.ask(ctx, question)
 	return err
 }
 
 // runChat keeps one conversation going until EOF, /exit or Ctrl-C.
-func runChat(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, stderr io.Writer) error {
-	c, err := newCore(cfg, terminalLogger(cfg, stderr))
+func runChat(ctx context.Context, cfg config.Config, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
+	c, err := newCore(ctx, cfg, env, terminalLogger(cfg, stderr), nil)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	t := newTerminal(stdout, stderr, c)
-	fmt.Fprintf(stdout, "Ask about %s (model %s). /reset starts over, /exit or Ctrl-D quits.\n", c.ws.Dir(), c.model)
-	var history []llm.Message
+	names := c.repos.Repos()
+	pick := ""
+	if len(names) > 1 {
+		pick = fmt.Sprintf(" (start with \"in %s:\" to pick one)", names[1])
+	}
+	fmt.Fprintf(stdout, "Ask about %s%s (model %s). /reset starts over, /exit or Ctrl-D quits.\n", strings.Join(names, ", "), pick, c.name)
 	lines := bufio.NewScanner(stdin)
 	lines.Buffer(make([]byte, 64*1024), 1<<20)
 	for {
@@ -64,18 +68,17 @@ func runChat(ctx context.Context, cfg config.Config, stdin io.Reader, stdout, st
 		case "/exit", "/quit":
 			return nil
 		case "/reset":
-			history = nil
+			t.reset()
 			fmt.Fprintln(stdout, t.style(dim, "(new conversation)"))
 			continue
 		}
-		turn, err := t.turn(ctx, history, q, cfg.ResolvedRepoName())
+		_, err := t.ask(ctx, q)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, t.style(red, "error: "+err.Error()))
 		}
-		history = append(history, turn.Appended...)
 	}
 }
 
@@ -92,7 +95,15 @@ type terminal struct {
 	color       bool
 	core        *core
 	mu          sync.Mutex
+
+	// The conversation, as a Slack thread has it: bound to the repository
+	// its first question picked, with the commit of its last answer.
+	history []llm.Message
+	repo    string
+	commit  string
 }
+
+func (t *terminal) reset() { t.history, t.repo, t.commit = nil, "", "" }
 
 func newTerminal(stdout, stderr io.Writer, c *core) *terminal {
 	return &terminal{out: stdout, errOut: stderr, color: isTerminal(stdout), core: c}
@@ -105,29 +116,69 @@ func (t *terminal) style(code, s string) string {
 	return code + s + "\x1b[0m"
 }
 
-func (t *terminal) turn(ctx context.Context, history []llm.Message, question, repo string) (agent.Turn, error) {
-	if t.core.demo && len(history) == 0 {
-		fmt.Fprint(t.errOut, t.style(dim, demoNotice))
+// ask answers one question of the conversation: over a lease on its
+// repository, so the whole answer sees one commit, with its citations
+// checked and linked at that commit as in Slack.
+func (t *terminal) ask(ctx context.Context, question string) (agent.Turn, error) {
+	first := len(t.history) == 0
+	if first {
+		repo, q, err := t.core.repos.Choose(question)
+		if err != nil {
+			return agent.Turn{}, err
+		}
+		t.repo, question = repo, q
+		if t.core.demo {
+			fmt.Fprint(t.errOut, t.style(dim, demoNotice))
+		}
+	}
+	lease, err := t.core.repos.Acquire(ctx, t.repo)
+	if err != nil {
+		return agent.Turn{}, err
+	}
+	defer lease.Release()
+	a, err := t.core.newAgent(lease.Workspace)
+	if err != nil {
+		return agent.Turn{}, err
 	}
 	content := question
-	if len(history) == 0 {
-		content = agent.ContextPreamble(repo, "", time.Now(), "") + question
+	switch {
+	case first:
+		content = agent.ContextPreamble(t.repo, lease.Commit, time.Now(), "") + question
+	case t.commit != "" && lease.Commit != "" && t.commit != lease.Commit:
+		content = fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)\n\n", short(t.commit), short(lease.Commit)) + question
 	}
 	start := time.Now()
-	turn, err := t.core.agent.Run(ctx, history, llm.Message{Role: llm.RoleUser, Content: content}, t)
+	turn, err := a.Run(ctx, t.history, llm.Message{Role: llm.RoleUser, Content: content}, t)
+	t.history = append(t.history, turn.Appended...)
+	t.commit = lease.Commit
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return turn, nil
 		}
 		return turn, err
 	}
-	fmt.Fprintf(t.out, "\n%s\n\n", strings.TrimSpace(turn.Answer))
-	fmt.Fprintln(t.out, t.style(dim, footer(turn, time.Since(start))))
+	answer, _, _, cerr := lease.Cite(ctx, strings.TrimSpace(turn.Answer))
+	if cerr != nil {
+		t.core.log.Warn("check the answer's citations; shown unchecked", "err", cerr)
+	}
+	fmt.Fprintf(t.out, "\n%s\n\n", answer)
+	fmt.Fprintln(t.out, t.style(dim, footer(turn, time.Since(start), t.repo, lease.Commit)))
 	return turn, nil
 }
 
-func footer(turn agent.Turn, took time.Duration) string {
-	s := fmt.Sprintf("%d steps · %d tool calls · %d tokens in", turn.Steps, turn.ToolCalls, turn.Usage.PromptTokens)
+func short(commit string) string {
+	if len(commit) > 7 {
+		return commit[:7]
+	}
+	return commit
+}
+
+func footer(turn agent.Turn, took time.Duration, repo, commit string) string {
+	s := repo
+	if commit != "" {
+		s += "@" + short(commit)
+	}
+	s += fmt.Sprintf(" · %d steps · %d tool calls · %d tokens in", turn.Steps, turn.ToolCalls, turn.Usage.PromptTokens)
 	if turn.Usage.CachedPromptTokens > 0 {
 		s += fmt.Sprintf(" (%d cached)", turn.Usage.CachedPromptTokens)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
 )
@@ -41,13 +43,15 @@ func terminalLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// core is what both the terminal and Slack need: the checkout, its tools,
-// the model and the loop over them.
+// core is what both the terminal and Slack need: the repositories, the
+// model, and how to build the loop over one checkout.
 type core struct {
-	ws    *tools.Workspace
-	agent *agent.Agent
-	model string
+	repos *repos.Manager
+	model agent.Model
+	name  string // the model's name
 	demo  bool
+	cfg   config.Config
+	log   *slog.Logger
 	// cal learns the model's tokens per estimated token; the agent's
 	// in-turn guard and Slack's compaction between turns share it and
 	// budget.
@@ -55,15 +59,21 @@ type core struct {
 	budget int
 }
 
-func (c *core) Close() error { return c.ws.Close() }
+func (c *core) Close() error { return c.repos.Close() }
 
-func newCore(cfg config.Config, log *slog.Logger) (*core, error) {
-	ws, err := tools.NewWorkspace(cfg.RepoPath, tools.WorkspaceOptions{Deny: cfg.RepoDeny, Logger: log.With("component", "workspace")})
+// newCore opens the repositories (REPO_PATH, or the repos of BOT_CONFIG,
+// cloning url repos into BOT_DATA_DIR) and the model client. env looks up
+// the variables token_env and ssh_key_env name, as the settings were;
+// onSync, when set, hears of every fetch.
+func newCore(ctx context.Context, cfg config.Config, env func(string) (string, bool), log *slog.Logger, onSync func(string, error)) (*core, error) {
+	specs, err := repos.FromConfig(cfg)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("repository %q does not exist: pass --repo DIR or set REPO_PATH to a checkout", cfg.RepoPath)
+		return nil, fmt.Errorf("repositories: %w", err)
+	}
+	if len(specs) == 1 && specs[0].Path != "" {
+		if _, err := os.Stat(specs[0].Path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("repository %q does not exist: pass --repo DIR or set REPO_PATH to a checkout", specs[0].Path)
 		}
-		return nil, fmt.Errorf("repository %q: %w (pass --repo DIR or set REPO_PATH)", cfg.RepoPath, err)
 	}
 	var model agent.Model
 	name := cfg.OpenAIModel
@@ -81,11 +91,33 @@ func newCore(cfg config.Config, log *slog.Logger) (*core, error) {
 			Logger:         log.With("component", "llm"),
 		})
 		if err != nil {
-			ws.Close()
 			return nil, fmt.Errorf("model client: %w", err)
 		}
 		model = client
 	}
+	m, err := repos.New(ctx, specs, repos.Options{
+		DataDir:   cfg.DataDir,
+		SyncEvery: cfg.RepoSync,
+		Logger:    log,
+		Env:       env,
+		OnSync:    onSync,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("repositories: %w", err)
+	}
+	budget := cfg.Budget
+	if budget == 0 {
+		budget = session.DefaultBudget(name)
+	}
+	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &session.Calibrator{}, budget: budget}, nil
+}
+
+// newAgent builds the loop over one checkout. Agents are cheap; every
+// turn gets its own over the commit it leased. The tools are the same, in
+// the same order, for every repository, so the tool definitions sent with
+// each request stay byte-identical and the provider's prompt cache holds
+// across turns, threads and repositories.
+func (c *core) newAgent(ws *tools.Workspace) (*agent.Agent, error) {
 	reg := tools.NewRegistry(
 		tools.NewListFiles(ws),
 		tools.NewReadFile(ws),
@@ -95,24 +127,14 @@ func newCore(cfg config.Config, log *slog.Logger) (*core, error) {
 		tools.NewGitShow(ws, tools.GitOptions{}),
 		tools.NewGitBlame(ws, tools.GitOptions{}),
 	)
-	cal := &session.Calibrator{}
-	budget := cfg.Budget
-	if budget == 0 {
-		budget = session.DefaultBudget(name)
-	}
-	a, err := agent.New(agent.Config{
-		Model:       model,
+	return agent.New(agent.Config{
+		Model:       c.model,
 		Tools:       reg,
-		MaxSteps:    cfg.MaxSteps,
-		ToolTimeout: cfg.ToolTimeout,
-		Compact:     cal.Compactor(name, budget),
-		Logger:      log.With("component", "agent"),
+		MaxSteps:    c.cfg.MaxSteps,
+		ToolTimeout: c.cfg.ToolTimeout,
+		Compact:     c.cal.Compactor(c.name, c.budget),
+		Logger:      c.log.With("component", "agent"),
 	})
-	if err != nil {
-		ws.Close()
-		return nil, err
-	}
-	return &core{ws: ws, agent: a, model: name, demo: demo, cal: cal, budget: budget}, nil
 }
 
 // isTerminal reports whether f is a character device, so colours and
