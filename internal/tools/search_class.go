@@ -241,6 +241,7 @@ func (c *classSeq) matchAt(buf []byte, s int) bool {
 // of their ranges: lo1 < b < hi1, lo2 < b < hi2.
 type pairScan struct {
 	ok                 bool
+	same               bool // both ranges are one: one test per word
 	at                 int
 	lo1, hi1, lo2, hi2 uint64
 }
@@ -258,7 +259,7 @@ func findPair(sets []*byteSet) pairScan {
 		}
 		if p := sets[i].prob() * sets[i+1].prob(); p < bestProb {
 			bestProb = p
-			best = pairScan{ok: true, at: i, lo1: lo1 - 1, hi1: hi1 + 1, lo2: lo2 - 1, hi2: hi2 + 1}
+			best = pairScan{ok: true, same: lo1 == lo2 && hi1 == hi2, at: i, lo1: lo1 - 1, hi1: hi1 + 1, lo2: lo2 - 1, hi2: hi2 + 1}
 		}
 	}
 	return best
@@ -309,7 +310,12 @@ func (c *classSeq) nextPair(buf []byte, from int) int {
 	limit := len(buf) - n + at // the last q with room for the run
 	for ; q+8 <= len(buf) && q <= limit; q += 7 {
 		w := binary.LittleEndian.Uint64(buf[q:])
-		hits := between(w, c.pair.lo1, c.pair.hi1) & (between(w, c.pair.lo2, c.pair.hi2) >> 8)
+		f1 := between(w, c.pair.lo1, c.pair.hi1)
+		f2 := f1
+		if !c.pair.same {
+			f2 = between(w, c.pair.lo2, c.pair.hi2)
+		}
+		hits := f1 & (f2 >> 8)
 		for hits != 0 {
 			j := q + bits.TrailingZeros64(hits)/8
 			hits &= hits - 1
