@@ -223,6 +223,14 @@ func clientMsgID(channel, ts, text string) string {
 // message_deleted are applied to the store. It returns the envelope ID to pass to
 // WaitAck or Redeliver.
 func (s *Server) SendEvent(ev Event) string {
+	f, id := s.eventFrame(ev)
+	s.deliver(f)
+	return id
+}
+
+// eventFrame records ev (and its message) and builds its envelope, for
+// delivery by the caller.
+func (s *Server) eventFrame(ev Event) (*outFrame, string) {
 	s.mu.Lock()
 	in := maps.Clone(ev.Inner)
 	if in == nil {
@@ -290,8 +298,7 @@ func (s *Server) SendEvent(ev Event) string {
 	f := s.addEnvelopeLocked(env)
 	s.mu.Unlock()
 	s.log.Debug("send event", "envelope", env.ID, "event_id", ev.EventID, "type", ev.Type())
-	s.deliver(f)
-	return env.ID
+	return f, env.ID
 }
 
 // applyEventLocked mirrors a user-side event into the message store.
