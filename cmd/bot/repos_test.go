@@ -434,7 +434,7 @@ func TestRepoBinding(t *testing.T) {
 	rec := httptest.NewRecorder()
 	w.svc.bot.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	var h struct {
-		Status string              `json:"status"`
+		Status string             `json:"status"`
 		Repos  []repos.RepoHealth `json:"repos"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
