@@ -109,6 +109,18 @@ type Config struct {
 	Answerer Answerer
 	Store    session.Store
 
+	// Shared, when set, makes this process one of several replicas over
+	// one store (see replicas): questions go through the store's thread
+	// queues, one replica at a time holds a thread under a lease of
+	// LeaseTTL (default DefaultLeaseTTL), and turns of a replica that
+	// died are resumed by another. Replica names this process in the
+	// leases (default DefaultReplicaID). Unset, one process answers
+	// alone: its threads are ordered in memory, and a start recovers the
+	// turns the last run cut off.
+	Shared   Shared
+	Replica  string
+	LeaseTTL time.Duration
+
 	// Repos, when set, binds each thread to one repository (the channel's
 	// default, or the one the question names: "in payments: …") and gives
 	// each turn a lease on it, one commit from start to end; a channel
@@ -216,6 +228,8 @@ type Bot struct {
 	// reason that will not change (scope, method unknown), to stop asking.
 	statusOff atomic.Bool
 
+	rep *replicas // nil unless Config.Shared is set
+
 	bg sync.WaitGroup // short background posts (refusals, hints)
 
 	// system and tools are what every request sends before the history,
@@ -279,6 +293,9 @@ func New(cfg Config) (*Bot, error) {
 	if cfg.MaxConcurrent < 0 || cfg.TurnTimeout < 0 || cfg.DrainTimeout < 0 || cfg.DedupeTTL < 0 || cfg.ProgressInterval < 0 || cfg.AckTimeout < 0 || cfg.PingInterval < 0 ||
 		cfg.PostInterval < 0 || cfg.UpdateInterval < 0 || cfg.PostBurst < 0 {
 		errs = append(errs, errors.New("limits and durations must not be negative"))
+	}
+	if cfg.LeaseTTL != 0 && cfg.LeaseTTL < time.Second {
+		errs = append(errs, fmt.Errorf("lease TTL %s is too short: renewals go every third of it and must not lose a race with the store's latency; use 1s or more", cfg.LeaseTTL))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("slack bot config: %w", err)
@@ -344,6 +361,11 @@ func New(cfg Config) (*Bot, error) {
 	b.queue = newDispatcher(cfg.MaxConcurrent, m)
 	b.queue.run, b.queue.reject, b.queue.queued = b.runTurn, b.reject, b.markQueued
 	b.turnCtx, b.cancelTurn = context.WithCancelCause(context.Background())
+	if cfg.Shared != nil {
+		b.cfg.Replica = orDefault(cfg.Replica, DefaultReplicaID())
+		b.cfg.LeaseTTL = orDefault(cfg.LeaseTTL, DefaultLeaseTTL)
+		b.rep = newReplicas(b, cfg.Shared, b.cfg.Replica, b.cfg.LeaseTTL)
+	}
 	return b, nil
 }
 
@@ -376,7 +398,11 @@ func (b *Bot) Run(ctx context.Context) error {
 		return fmt.Errorf("open a Socket Mode connection with the app-level token: %w (it must be an xapp- token with the connections:write scope, and Socket Mode must be enabled for the app)", err)
 	}
 
-	b.recoverTurns(ctx, boot)
+	if b.rep != nil {
+		b.rep.start(ctx)
+	} else {
+		b.recoverTurns(ctx, boot)
+	}
 
 	var smOpts []socketmode.Option
 	if b.cfg.PingInterval > 0 {

@@ -247,14 +247,14 @@ func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
 			b.postNote(ctx, in, "Ask me a question about the repository after the mention, for example where something is implemented.")
 		})
 	default:
-		b.queue.enqueue(&job{in: in, arrived: time.Now()})
+		b.enqueue(ctx, in)
 	}
 }
 
 // hasSession reports whether a thread is one the bot takes part in: a turn
 // of it is queued or running here, or the store has its session.
 func (b *Bot) hasSession(ctx context.Context, in inbound) bool {
-	if b.queue.known(in.Key) {
+	if b.queue.known(in.Key) || (b.rep != nil && b.rep.known(in.Key)) {
 		return true
 	}
 	_, ok, err := b.cfg.Store.Session(ctx, in.Key)

@@ -19,6 +19,9 @@ type job struct {
 	// recovered is set for a turn a restart cut off, to be finished
 	// rather than started.
 	recovered *recovery
+	// turnID is the ID the turn gets; empty means a random one. Replicas
+	// derive it from the message (see messageTurnID).
+	turnID string
 }
 
 // dispatcher runs each thread's jobs one at a time in arrival order, and at

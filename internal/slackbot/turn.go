@@ -92,7 +92,10 @@ type turnResult struct {
 func (b *Bot) runTurn(j *job) {
 	in := j.in
 	start := time.Now()
-	res := turnResult{id: newID(8)}
+	res := turnResult{id: j.turnID}
+	if res.id == "" {
+		res.id = newID(8)
+	}
 	log := b.log.With("thread", in.Key.String(), "turn", res.id)
 	if j.recovered != nil {
 		log = log.With("continues", j.recovered.turn.ID, "recovery", j.recovered.mode)

@@ -1,0 +1,468 @@
+package slackbot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/session"
+)
+
+// Shared is what several replicas of the bot coordinate through: the thread
+// leases and per-thread queues of a store they all use (session.Postgres;
+// session.Memory shares them between bots of one process, in tests).
+type Shared interface {
+	session.Leases
+	session.Queue
+}
+
+var _ Shared = session.Backend(nil)
+
+// DefaultLeaseTTL is how long a thread stays with a replica that stopped
+// renewing its lease (it died, or lost the database) before another replica
+// takes the thread over and resumes its turn. Renewals go every third of it.
+const DefaultLeaseTTL = 30 * time.Second
+
+// DefaultReplicaID names this process in the leases it holds: unique per
+// process start (a restarted process must not inherit the leases of the
+// one before it, which may still be running on a slow host), and readable
+// in the database.
+func DefaultReplicaID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), newID(4))
+}
+
+// replicas runs the bot's threads through a Shared store, so that replicas
+// answering one Slack app answer each question once, one turn at a time
+// per thread, in order (session.Leases describes the protocol):
+//
+//   - every admitted message is enqueued in its thread's queue in the
+//     store; the replica that holds (or takes) the thread's lease drains
+//     the queue, one turn at a time, renewing the lease while it works;
+//   - each message's turn has an ID derived from the message, so a message
+//     whose turn exists already (answered, or cut off and resumed through
+//     a claim) is dropped from the queue, not answered again;
+//   - at start and every half lease, ClaimUnfinished hands this replica the
+//     threads whose holder stopped renewing: it resumes their cut-off turn
+//     (ContinueTurn fences off a holder that was only slow) and drains
+//     what is left queued.
+//
+// The in-process limit (Config.MaxConcurrent) and visible queueing still
+// apply: a drained message waits for one of the dispatcher's slots.
+//
+// It is safe for concurrent use: the intake goroutine, the claim loop and
+// one drain goroutine per thread held here share it.
+type replicas struct {
+	b     *Bot
+	store Shared
+	owner string
+	ttl   time.Duration
+
+	mu       sync.Mutex
+	drainers map[session.Key]*drainer // threads this replica drains now
+}
+
+// drainer is one thread whose lease this replica holds. Its fields under
+// "guarded by replicas.mu" tell it about work that arrived while it was
+// busy, so it cannot let the thread go with that work unseen.
+type drainer struct {
+	key session.Key
+	// first is the ID of the message whose enqueue started the drainer
+	// ("" for a claim): the one message known not to carry an hourglass.
+	first string
+
+	// Guarded by replicas.mu.
+	poked     bool                     // this replica enqueued on the thread since the last NextPending
+	recovered []*job                   // claimed cut-off turns, to run before the queue
+	signs     map[string]chan struct{} // hourglasses added here, by message ID; closed once on
+
+	lost atomic.Bool  // the lease went to another replica
+	turn atomic.Value // string: ID of the turn running now, for cancelling it when the lease is lost
+}
+
+// queuedMessage is a message as it waits in the store's queue.
+type queuedMessage struct {
+	In      inbound   `json:"in"`
+	Arrived time.Time `json:"arrived"`
+}
+
+func newReplicas(b *Bot, store Shared, owner string, ttl time.Duration) *replicas {
+	return &replicas{b: b, store: store, owner: owner, ttl: ttl, drainers: make(map[session.Key]*drainer)}
+}
+
+// messageID is a message's identity in its thread's queue: a message
+// enqueued twice (by two replicas, before either's dedupe) waits once.
+func messageID(in inbound) string { return in.Key.Channel + "/" + in.TS }
+
+// messageTurnID derives a message's turn ID from the message, so that of
+// two replicas that both get to start it (one lost its lease while it
+// waited) the store lets one: the other's StartTurn gets ErrTurnExists.
+func messageTurnID(in inbound) string {
+	sum := sha256.Sum256([]byte(in.Key.Team + "/" + in.Key.Channel + "/" + in.TS))
+	return hex.EncodeToString(sum[:8])
+}
+
+// enqueue puts an admitted message in its thread's queue in the store and
+// starts draining the thread if that took its lease. A message that will
+// wait (the thread is busy here or on another replica) gets the hourglass.
+func (r *replicas) enqueue(ctx context.Context, in inbound) {
+	data, err := json.Marshal(queuedMessage{In: in, Arrived: time.Now()})
+	if err != nil {
+		r.b.log.Error("encode a message for the thread queue", "thread", in.Key.String(), "err", err)
+		return
+	}
+	id := messageID(in)
+	acquired, err := r.store.Enqueue(ctx, in.Key, id, data, r.owner, r.ttl)
+	if err != nil {
+		ref := newID(3)
+		r.b.log.Error("enqueue a question in the shared store; not answered", "ref", ref, "thread", in.Key.String(), "err", err)
+		r.b.background(func(ctx context.Context) {
+			if _, err := r.b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, ErrorMessage("I could not take this question in right now; please ask again in a minute.", ref)); err != nil {
+				r.b.log.Error("post a note", "thread", in.Key.String(), "err", err)
+			}
+		})
+		return
+	}
+	sign := make(chan struct{})
+	r.mu.Lock()
+	d := r.drainers[in.Key]
+	switch {
+	case acquired && d == nil:
+		r.startLocked(&drainer{key: in.Key, first: id})
+		sign = nil
+	case acquired:
+		// The lease is ours and a drainer here is busy with the thread,
+		// or just found its queue empty: poked, it looks again.
+		d.poked = true
+		if d.signs == nil {
+			d.signs = make(map[string]chan struct{})
+		}
+		d.signs[id] = sign
+	default:
+		// Another replica holds the thread; it finds the message in the
+		// queue before it lets the thread go.
+		r.b.log.Debug("question queued behind another replica's turn", "thread", in.Key.String(), "ts", in.TS)
+	}
+	r.mu.Unlock()
+	if sign != nil {
+		r.b.markQueued(&job{in: in, queuedSign: sign})
+	}
+}
+
+// startLocked registers d and starts its goroutine; the caller holds r.mu.
+// The dispatcher's wait group covers it, so a drain waits for it.
+func (r *replicas) startLocked(d *drainer) {
+	r.drainers[d.key] = d
+	r.b.queue.wg.Add(1)
+	go r.drain(d)
+}
+
+// known reports whether this replica drains the thread now.
+func (r *replicas) known(key session.Key) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.drainers[key]
+	return ok
+}
+
+// start claims the threads left by replicas that are gone (or by this
+// data's previous run) before the first event is read, so their cut-off
+// turns go first in their threads, then keeps claiming every half lease.
+func (r *replicas) start(ctx context.Context) {
+	r.b.log.Info("sharing threads with other replicas", "replica", r.owner, "lease_ttl", r.ttl)
+	r.claim(ctx)
+	r.b.queue.wg.Go(func() {
+		t := time.NewTicker(r.ttl / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.b.queue.closing:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), r.ttl)
+			r.claim(ctx)
+			cancel()
+		}
+	})
+}
+
+// claim takes over the threads whose holder stopped renewing, queues their
+// cut-off turns to be recovered as Config.Recovery says (the newest of a
+// thread; older ones are only reported, the history has moved past them),
+// and drains their queues.
+func (r *replicas) claim(ctx context.Context) {
+	claims, err := r.store.ClaimUnfinished(ctx, r.owner, r.ttl)
+	if err != nil {
+		r.b.log.Error("claim threads left by other replicas; trying again later", "err", err)
+		return
+	}
+	for _, c := range claims {
+		var jobs []*job
+		for i, t := range c.Turns { // oldest first
+			mode := r.b.cfg.Recovery
+			if i < len(c.Turns)-1 {
+				mode = RecoverReport
+			}
+			in := inbound{Key: t.Key, User: t.User, TS: t.MsgTS, Text: t.Question}
+			jobs = append(jobs, &job{in: in, arrived: time.Now(), turnID: newID(8), recovered: &recovery{turn: t, mode: mode}})
+		}
+		r.b.log.Info("claimed a thread from a replica that stopped renewing its lease", "thread", c.Key.String(), "cut_off_turns", len(c.Turns), "mode", r.b.cfg.Recovery)
+		r.mu.Lock()
+		d := r.drainers[c.Key]
+		if d == nil {
+			d = &drainer{key: c.Key}
+			r.startLocked(d)
+		}
+		d.recovered = append(d.recovered, jobs...)
+		d.poked = true
+		r.mu.Unlock()
+	}
+}
+
+// drain answers the thread's queue while this replica holds its lease:
+// claimed turns first, then each queued message in order. It lets the
+// thread go when the queue is empty (NextPending releases the lease in the
+// same step), when the lease is lost, or at shutdown (then what is left
+// stays queued in the store for another replica or the next start).
+func (r *replicas) drain(d *drainer) {
+	defer r.b.queue.wg.Done()
+	// Store calls outlive Run's context: a drain still records and lets go.
+	ctx := context.WithoutCancel(r.b.turnCtx)
+	log := r.b.log.With("thread", d.key.String(), "replica", r.owner)
+	var done int64 // Seq of the last message handled
+	for {
+		r.mu.Lock()
+		jobs := d.recovered
+		d.recovered, d.poked = nil, false
+		r.mu.Unlock()
+		for _, j := range jobs {
+			if !r.run(d, j) {
+				r.letGo(ctx, d, done, log)
+				return
+			}
+		}
+		if r.closing() || d.lost.Load() {
+			r.letGo(ctx, d, done, log)
+			return
+		}
+
+		p, ok, err := r.store.NextPending(ctx, d.key, r.owner, done)
+		switch {
+		case errors.Is(err, session.ErrLeaseLost):
+			log.Warn("thread lease lost to another replica; it answers the rest")
+			d.lost.Store(true)
+			r.letGo(ctx, d, done, log)
+			return
+		case err != nil:
+			log.Error("read the thread's queue; trying again", "err", err)
+			if !r.pause() {
+				r.letGo(ctx, d, done, log)
+				return
+			}
+			continue
+		case !ok:
+			// The store released the lease. An enqueue or a claim here
+			// since the call took it again: look again.
+			r.mu.Lock()
+			if d.poked || len(d.recovered) > 0 {
+				r.mu.Unlock()
+				continue
+			}
+			delete(r.drainers, d.key)
+			r.mu.Unlock()
+			return
+		}
+
+		var m queuedMessage
+		if err := json.Unmarshal(p.Data, &m); err != nil {
+			log.Error("a queued message does not decode; dropped", "id", p.ID, "err", err)
+			done = p.Seq
+			continue
+		}
+		j := &job{in: m.In, arrived: m.Arrived, turnID: messageTurnID(m.In)}
+		if t, err := r.b.cfg.Store.Turn(ctx, j.turnID); err == nil {
+			if !t.State.Ended() {
+				// Cut off on a replica that died, and this replica took
+				// the thread by enqueuing (not by a claim): finish it now,
+				// in its place in the thread.
+				log.Info("resuming a queued message's cut-off turn", "turn", t.ID)
+				if !r.run(d, &job{in: j.in, arrived: j.arrived, turnID: newID(8), queuedSign: closedSign, recovered: &recovery{turn: t, mode: r.b.cfg.Recovery}}) {
+					r.letGo(ctx, d, done, log)
+					return
+				}
+			} else {
+				// Answered (or failed, or handed to a claimed turn).
+				log.Debug("queued message already has its turn; dropped", "id", p.ID, "turn", j.turnID)
+			}
+			done = p.Seq
+			continue
+		} else if !errors.Is(err, session.ErrNotFound) {
+			log.Error("look up a queued message's turn; trying again", "id", p.ID, "err", err)
+			if !r.pause() {
+				r.letGo(ctx, d, done, log)
+				return
+			}
+			continue
+		}
+		r.mu.Lock()
+		sign, marked := d.signs[p.ID]
+		delete(d.signs, p.ID)
+		r.mu.Unlock()
+		switch {
+		case marked:
+			j.queuedSign = sign
+		case p.ID != d.first:
+			// Queued on another replica (which put the hourglass on it)
+			// or left by a dead one.
+			j.queuedSign = closedSign
+		}
+		if !r.run(d, j) {
+			r.letGo(ctx, d, done, log)
+			return
+		}
+		done = p.Seq
+	}
+}
+
+// closedSign stands for an hourglass put on by another replica: there is
+// nothing to wait for before taking it off.
+var closedSign = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// run runs one job in a dispatcher slot, renewing the thread's lease from
+// the wait for the slot to the end of the turn. It reports false if the
+// job did not run: shutdown came first, or the lease was lost meanwhile.
+func (r *replicas) run(d *drainer, j *job) bool {
+	q := r.b.queue
+	stop := r.keepLease(d)
+	defer stop()
+	if j.queuedSign == nil && len(q.slots) == cap(q.slots) {
+		j.queuedSign = make(chan struct{})
+		r.b.markQueued(j)
+	}
+	q.m.queueDepth.Inc()
+	ok := q.acquire()
+	q.m.queueDepth.Dec()
+	if !ok {
+		return false
+	}
+	defer func() { <-q.slots }()
+	if d.lost.Load() {
+		return false
+	}
+	d.turn.Store(j.turnID)
+	defer d.turn.Store("")
+	q.running.Add(1)
+	defer q.running.Add(-1)
+	r.b.runTurn(j)
+	return true
+}
+
+// keepLease renews d's lease every third of the TTL until the returned
+// func is called. If the lease was taken by another replica (this one
+// could not renew in time), the running turn is cut and posts nothing
+// more: the new holder resumes it.
+func (r *replicas) keepLease(d *drainer) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.b.turnCtx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(r.ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			ok, err := r.store.RenewThread(ctx, d.key, r.owner, r.ttl)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.b.log.Warn("renew a thread lease; trying again", "thread", d.key.String(), "err", err)
+				}
+				continue
+			}
+			if !ok {
+				d.lost.Store(true)
+				id, _ := d.turn.Load().(string)
+				r.b.log.Warn("thread lease taken by another replica; cutting the turn", "thread", d.key.String(), "turn", id)
+				r.b.mu.Lock()
+				rt := r.b.running[id]
+				r.b.mu.Unlock()
+				if rt != nil {
+					rt.cancel(errTakenOver)
+				}
+				return
+			}
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+// letGo ends this replica's hold on the thread: what it handled leaves the
+// queue, and the lease is released so another replica claims what is left
+// at once instead of after the TTL.
+func (r *replicas) letGo(ctx context.Context, d *drainer, done int64, log *slog.Logger) {
+	r.mu.Lock()
+	delete(r.drainers, d.key)
+	r.mu.Unlock()
+	if d.lost.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if done > 0 {
+		_, ok, err := r.store.NextPending(ctx, d.key, r.owner, done)
+		if err != nil && !errors.Is(err, session.ErrLeaseLost) {
+			log.Error("drop a handled message from the thread queue", "err", err)
+		}
+		if err != nil || !ok {
+			return // released with the empty queue, or not ours
+		}
+	}
+	if err := r.store.ReleaseThread(ctx, d.key, r.owner); err != nil {
+		log.Error("release a thread lease; another replica takes it when it expires", "err", err)
+	}
+}
+
+func (r *replicas) closing() bool {
+	select {
+	case <-r.b.queue.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// pause waits a moment before a store call is tried again; false if
+// shutdown began.
+func (r *replicas) pause() bool {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-r.b.queue.closing:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// enqueue hands an admitted question to the thread's queue: the store's,
+// shared with the other replicas, or this process's dispatcher.
+func (b *Bot) enqueue(ctx context.Context, in inbound) {
+	if b.rep != nil {
+		b.rep.enqueue(ctx, in)
+		return
+	}
+	b.queue.enqueue(&job{in: in, arrived: time.Now()})
+}

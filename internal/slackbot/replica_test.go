@@ -1,0 +1,281 @@
+package slackbot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+)
+
+// Two bots in one process stand for two replicas: one fake Slack app with
+// a connection each, one model server, one store whose leases and queues
+// they share (session.Memory implements them as PostgreSQL does; the
+// cmd/bot tests run real processes on PostgreSQL).
+
+// testLeaseTTL is short so a lost lease is taken over within a test.
+const testLeaseTTL = time.Second
+
+type replicaPair struct {
+	a, b  *harness
+	connA int // connection IDs in the fake Slack
+	connB int
+}
+
+func newReplicaPair(t *testing.T, script func(chatRequest) fakeReply, shared func(name string, store *session.Memory) Shared) *replicaPair {
+	t.Helper()
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	ai := newFakeOpenAI(t, script)
+	store := session.NewMemory()
+	start := func(name string) (*harness, int) {
+		before := srv.LiveConns()
+		h := newHarness(t, harnessOpts{slack: srv, ai: ai, store: store, cfg: func(c *Config) {
+			c.Shared, c.Replica, c.LeaseTTL = store, name, testLeaseTTL
+			if shared != nil {
+				c.Shared = shared(name, store)
+			}
+		}})
+		for _, id := range srv.LiveConns() {
+			if !slices.Contains(before, id) {
+				return h, id
+			}
+		}
+		t.Fatalf("replica %s has no connection of its own", name)
+		return nil, 0
+	}
+	p := &replicaPair{}
+	p.a, p.connA = start("replica-a")
+	p.b, p.connB = start("replica-b")
+	return p
+}
+
+func (p *replicaPair) send(t *testing.T, conn int, ev slacktest.Event) {
+	t.Helper()
+	if _, err := p.a.slack.SendEventTo(conn, ev); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// turnLines are the turn summaries both replicas logged.
+func (p *replicaPair) turnLines() []map[string]any {
+	return append(p.a.logLines("turn"), p.b.logLines("turn")...)
+}
+
+func (p *replicaPair) waitTurns(t *testing.T, n int) {
+	t.Helper()
+	ctx := p.a.ctx()
+	for len(p.turnLines()) < n {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d turns, have %d", n, len(p.turnLines()))
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+func outcomes(lines []map[string]any) []string {
+	var out []string
+	for _, l := range lines {
+		out = append(out, fmt.Sprint(l["outcome"]))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The same event delivered to both replicas at once is answered once, and
+// so is one message delivered as app_mention to one and message to the
+// other.
+func TestReplicasAnswerAnEventOnce(t *testing.T) {
+	p := newReplicaPair(t, readThenAnswer, nil)
+	root := p.a.slack.NextTS()
+	if envs := p.a.slack.SendEventEach(slacktest.AppMention("C1", "U1", "<@UBOT> first?", root, "")); len(envs) != 2 {
+		t.Fatalf("delivered to %d connections, want 2", len(envs))
+	}
+	root2 := p.a.slack.NextTS()
+	p.send(t, p.connA, slacktest.AppMention("C2", "U1", "<@UBOT> second?", root2, ""))
+	p.send(t, p.connB, slacktest.UserMessage("C2", "channel", "U1", "<@UBOT> second?", root2, ""))
+	p.waitTurns(t, 2)
+	p.send(t, p.connA, slacktest.AppMention("C3", "U1", "<@UBOT> barrier", p.a.slack.NextTS(), ""))
+	p.send(t, p.connB, slacktest.AppMention("C3", "U1", "<@UBOT> barrier 2", p.a.slack.NextTS(), ""))
+	p.waitTurns(t, 4)
+
+	for _, c := range []struct{ ch, ts string }{{"C1", root}, {"C2", root2}} {
+		if n := len(answers(p.a.slack.Snapshot().BotMessages(c.ch, c.ts, slacktest.DefaultBotID))); n != 1 {
+			t.Errorf("%s: %d answers, want 1", c.ch, n)
+		}
+	}
+	if n := len(p.a.ai.Requests()); n != 8 {
+		t.Errorf("model got %d requests, want 8 (two per question)", n)
+	}
+	if got := outcomes(p.turnLines()); !slices.Equal(got, []string{"answered", "answered", "answered", "answered"}) {
+		t.Errorf("turn outcomes %v", got)
+	}
+	if n := len(p.a.logLines("event not answered")) + len(p.b.logLines("event not answered")); n != 2 {
+		t.Errorf("%d events dropped as duplicates, want 2", n)
+	}
+}
+
+// A follow-up that lands on the replica not running the thread waits,
+// visibly, until the thread's turn is over, and is answered after it with
+// the thread's memory; once the thread is idle, a follow-up on either
+// replica is answered there with the whole history.
+func TestReplicasKeepThreadOrderAndMemory(t *testing.T) {
+	hold := newGate()
+	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+		rep := readThenAnswer(r)
+		if r.question() == "Q1" && r.last().Role == "tool" {
+			rep.Wait = hold.c()
+		}
+		return rep
+	}, nil)
+	root := p.a.slack.NextTS()
+	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> Q1", root, ""))
+	waitQuestionAnswering(t, p.a, "Q1")
+
+	q2 := p.a.slack.NextTS()
+	p.send(t, p.connB, slacktest.UserMessage("C1", "channel", "U1", "Q2", q2, root))
+	p.b.waitReaction("C1", q2, reactQueued)
+	if slices.Contains(questions(p.a.ai.Requests()), "Q2") {
+		t.Fatal("Q2 reached the model while Q1 was still running on the other replica")
+	}
+	hold.open()
+	p.a.waitReaction("C1", q2, reactDone)
+
+	// Idle: replica a let the thread go.
+	key := session.Key{Team: "T1", Channel: "C1", Thread: root}
+	ctx := p.a.ctx()
+	for p.a.bot.rep.known(key) {
+		select {
+		case <-ctx.Done():
+			t.Fatal("replica a never let the thread go")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	q3 := p.a.slack.NextTS()
+	p.send(t, p.connB, slacktest.UserMessage("C1", "channel", "U1", "Q3", q3, root))
+	p.a.waitReaction("C1", q3, reactDone)
+	p.waitTurns(t, 3)
+
+	got := answers(p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
+	if len(got) != 3 {
+		t.Fatalf("%d answers, want 3: %q", len(got), allTexts(got))
+	}
+	for i, q := range []string{"Q1", "Q2", "Q3"} {
+		if !strings.Contains(got[i].AllText(), "to: "+q) {
+			t.Errorf("answer %d is %q, want the answer to %s", i, got[i].AllText(), q)
+		}
+	}
+	if m, _ := p.a.slack.Message("C1", q2); slices.Contains(m.Reactions, reactQueued) {
+		t.Errorf("queued sign still on Q2 after it ran: %v", m.Reactions)
+	}
+	reqs := p.a.ai.Requests()
+	last := reqs[len(reqs)-1]
+	for _, want := range []string{"Q1", "Answer** to: Q1", "Q2", "Answer** to: Q2", "Q3"} {
+		if !slices.ContainsFunc(last.Messages, func(m chatMessage) bool { return strings.HasSuffix(strings.TrimSpace(m.Content), want) }) {
+			t.Errorf("Q3's request has no message ending in %q: the thread's memory was lost", want)
+		}
+	}
+	if n := len(p.b.logLines("turn")); n != 1 {
+		t.Errorf("replica b ran %d turns, want 1 (Q3, which landed on it once the thread was idle)", n)
+	}
+}
+
+// stallable is a replica's view of the shared store that can stop renewing
+// its leases, as when a replica hangs or loses the database.
+type stallable struct {
+	Shared
+	stalled atomic.Bool
+}
+
+func (s *stallable) RenewThread(ctx context.Context, key session.Key, owner string, ttl time.Duration) (bool, error) {
+	if s.stalled.Load() {
+		return false, errors.New("stalled")
+	}
+	return s.Shared.RenewThread(ctx, key, owner, ttl)
+}
+
+// A replica that stops renewing its lease mid-turn loses the thread: the
+// other claims it once the lease expired, resumes the turn from its stored
+// step and answers; the first, back, finds its lease gone, cuts its turn
+// and posts nothing. One answer.
+func TestReplicaTakesOverAThreadWhoseLeaseExpired(t *testing.T) {
+	var held atomic.Int32
+	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+		rep := readThenAnswer(r)
+		if r.last().Role == "tool" && held.Add(1) == 1 {
+			rep.Wait = make(chan struct{}) // replica a's step 2 never comes
+		}
+		return rep
+	}, func(name string, store *session.Memory) Shared {
+		return &stallable{Shared: store}
+	})
+	stall := p.a.bot.cfg.Shared.(*stallable)
+	root := p.a.slack.NextTS()
+	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> what is widget?", root, ""))
+	waitQuestionAnswering(t, p.a, "what is widget?")
+
+	stall.stalled.Store(true)
+	p.b.waitReaction("C1", root, reactDone)
+	stall.stalled.Store(false)
+	ctx := p.a.ctx()
+	for len(p.a.logLines("turn")) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("replica a never ended its turn after losing the lease")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+
+	if got := outcomes(p.a.logLines("turn")); !slices.Equal(got, []string{outcomeTakenOver}) {
+		t.Errorf("replica a's turn outcomes %v, want [%s]", got, outcomeTakenOver)
+	}
+	if got := outcomes(p.b.logLines("turn")); !slices.Equal(got, []string{outcomeAnswered}) {
+		t.Errorf("replica b's turn outcomes %v, want [%s]", got, outcomeAnswered)
+	}
+	msgs := p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+	if n := len(answers(msgs)); n != 1 {
+		t.Errorf("%d answers, want 1: %q", n, allTexts(msgs))
+	}
+	reqs := p.a.ai.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model requests = %d, want 3 (a's two, b's one to finish from the stored step)", len(reqs))
+	}
+	if reqs[2].last().Role != "tool" {
+		t.Errorf("b's request does not continue from a's stored step: last message %+v", reqs[2].last())
+	}
+	if n := strings.Count(strings.Join(allTexts(msgs), "\n"), "picking it up where I left off"); n != 1 {
+		t.Errorf("the thread was told %d times that the answer is being resumed, want once", n)
+	}
+}
+
+// A burst spread over both replicas: every question answered once.
+func TestReplicasBurst(t *testing.T) {
+	p := newReplicaPair(t, readThenAnswer, nil)
+	const n = 20
+	var roots []string
+	for i := range n {
+		root := p.a.slack.NextTS()
+		roots = append(roots, root)
+		conn := p.connA
+		if i%2 == 1 {
+			conn = p.connB
+		}
+		p.send(t, conn, slacktest.AppMention("C1", "U1", fmt.Sprintf("<@UBOT> question %d", i), root, ""))
+	}
+	p.waitTurns(t, n)
+	for i, root := range roots {
+		if got := len(answers(p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))); got != 1 {
+			t.Errorf("question %d: %d answers, want 1", i, got)
+		}
+	}
+	if len(p.a.logLines("turn")) == 0 || len(p.b.logLines("turn")) == 0 {
+		t.Errorf("turns by replica: a %d, b %d; want both to answer", len(p.a.logLines("turn")), len(p.b.logLines("turn")))
+	}
+}
