@@ -43,6 +43,7 @@ type Config struct {
 
 	DataDir      string        // BOT_DATA_DIR
 	Store        Secret        // BOT_STORE: sqlite | memory | postgres://… (holds a password)
+	LeaseTTL     time.Duration // BOT_LEASE_TTL: how long a dead replica keeps its threads
 	HTTPAddr     string        // BOT_HTTP_ADDR
 	ConfigFile   string        // BOT_CONFIG
 	LogLevel     string        // BOT_LOG_LEVEL
@@ -100,6 +101,14 @@ var Settings = []Setting{
 	{"SLACK_API_URL", "slack.api_url", "", "Slack Web API base URL; default Slack's own. For Slack-compatible test servers and proxies.", setURL(func(c *Config) *string { return &c.SlackAPIURL })},
 	{"BOT_DATA_DIR", "data_dir", "./data", "Where durable state (sessions) lives.", setString(func(c *Config) *string { return &c.DataDir })},
 	{"BOT_STORE", "store", "sqlite", "Session store: sqlite (BOT_DATA_DIR/askrepo.db, one replica), memory (forgotten on exit), or a postgres://user:password@host:5432/db URL that several replicas share. Never logged.", setStore},
+	{"BOT_LEASE_TTL", "lease_ttl", "30s", "With a postgres:// store: how long a thread stays with a replica that stopped renewing its lease (it died or lost the database) before another replica takes it over and resumes its answer; renewed every third of it. At least 1s.", func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return fmt.Errorf("want a duration of 1s or more such as 30s, got %q", v)
+		}
+		c.LeaseTTL = d
+		return nil
+	}},
 	{"BOT_HTTP_ADDR", "http_addr", ":8080", "Listener for /healthz and /metrics; empty disables it.", setString(func(c *Config) *string { return &c.HTTPAddr })},
 	{"BOT_CONFIG", "", "", "Optional YAML file with these settings (see configs/askrepo.example.yaml).", setString(func(c *Config) *string { return &c.ConfigFile })},
 	{"BOT_LOG_LEVEL", "log.level", "info", "debug, info, warn or error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},

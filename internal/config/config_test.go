@@ -78,6 +78,7 @@ func TestAllProblemsAtOnce(t *testing.T) {
 		"BOT_MAX_STEPS":    "zero",
 		"BOT_TOOL_TIMEOUT": "-1s",
 		"BOT_FOLLOWUPS":    "sometimes",
+		"BOT_LEASE_TTL":    "500ms",
 		"OPENAI_BASE_URL":  "localhost:11434",
 		"SLACK_APP_TOKEN":  "xoxb-123-secret-value",
 		"SLACK_BOT_TOKEN":  "xapp-1-other-secret",
@@ -86,7 +87,7 @@ func TestAllProblemsAtOnce(t *testing.T) {
 		t.Fatal("want an error")
 	}
 	msg := err.Error()
-	for _, want := range []string{"BOT_MAX_STEPS", "BOT_TOOL_TIMEOUT", "BOT_FOLLOWUPS", "OPENAI_BASE_URL", "SLACK_APP_TOKEN: want an app-level token", "SLACK_BOT_TOKEN: want a bot token"} {
+	for _, want := range []string{"BOT_MAX_STEPS", "BOT_TOOL_TIMEOUT", "BOT_FOLLOWUPS", "BOT_LEASE_TTL: want a duration of 1s or more", "OPENAI_BASE_URL", "SLACK_APP_TOKEN: want an app-level token", "SLACK_BOT_TOKEN: want a bot token"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q:\n%s", want, msg)
 		}
