@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -492,5 +493,38 @@ func TestRepoToolsRefuseOptions(t *testing.T) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s exists (err %v): git ran an option", p, err)
 		}
+	}
+}
+
+// bot ask goes through the same citation check as Slack: over a repo of
+// BOT_CONFIG, a real citation becomes a permalink at the leased commit, a
+// hallucinated one is flagged, and the footer names the repo and commit.
+func TestAskChecksCitations(t *testing.T) {
+	up, sha := newUpstream(t, map[string]string{"retry/backoff.go": "package retry\n\nfunc Backoff() {}\n"})
+	fake := &fakeOpenAI{script: []string{`{"content":"See retry/backoff.go:3, not retry/jitter.go:1."}`}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	cfgFile := filepath.Join(t.TempDir(), "askrepo.yaml")
+	yaml := fmt.Sprintf("repos:\n  - name: lib\n    url: %s\n    web_url: https://codeberg.org/acme/lib\n    web_kind: codeberg\n    channels: [\"*\"]\n", up.url)
+	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_STREAM": "false",
+		"BOT_CONFIG": cfgFile, "BOT_DATA_DIR": t.TempDir()})
+	var out, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"ask", "in lib: how does backoff work?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+	}
+	for _, want := range []string{
+		"[retry/backoff.go:3](https://codeberg.org/acme/lib/src/commit/" + sha + "/retry/backoff.go#L3)",
+		"retry/jitter.go:1 ⚠️ _(not in repo@" + sha[:7] + ")_",
+		"lib@" + sha[:7] + " · 1 steps",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if q, _ := json.Marshal(fake.requests[0]["messages"]); !strings.Contains(string(q), "how does backoff work?") || strings.Contains(string(q), "in lib:") {
+		t.Errorf("the question should reach the model without the repo choice: %s", q)
 	}
 }
