@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,6 +71,8 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		AppToken: cfg.SlackAppToken.Reveal(),
 		APIURL:   cfg.SlackAPIURL,
 		Store:    store,
+		Shared:   sharedThreads(store),
+		LeaseTTL: cfg.LeaseTTL,
 		Repos:    c.repos,
 		NewAnswerer: func(ws *tools.Workspace) (slackbot.Answerer, error) {
 			return c.newAgent(ws)
@@ -139,16 +140,11 @@ func (s *service) run(ctx context.Context) error {
 	return s.bot.Run(ctx)
 }
 
-// openStore opens the SQLite store under BOT_DATA_DIR, creating the
-// directory, so sessions survive restarts.
-func openStore(ctx context.Context, cfg config.Config) (session.Store, error) {
+// openStore opens the store BOT_STORE names (SQLite under BOT_DATA_DIR by
+// default), creating the data directory, so sessions survive restarts.
+func openStore(ctx context.Context, cfg config.Config) (session.Backend, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("BOT_DATA_DIR %s: %w", cfg.DataDir, err)
 	}
-	path := filepath.Join(cfg.DataDir, "askrepo.db")
-	s, err := session.OpenSQLite(ctx, path, session.SQLiteOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("open session store %s: %w", path, err)
-	}
-	return s, nil
+	return session.Open(ctx, cfg.Store.Reveal(), cfg.DataDir, session.Options{})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/session"
 )
 
 // runSessions lists stored thread sessions with their token totals, newest
@@ -23,7 +24,11 @@ func runSessions(ctx context.Context, cfg config.Config, stdout io.Writer) error
 		return fmt.Errorf("list sessions: %w", err)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(stdout, "No sessions stored in %s yet.\n", cfg.DataDir)
+		where := cfg.DataDir
+		if spec := cfg.Store.Reveal(); spec != "" && spec != "sqlite" {
+			where = session.RedactDSN(spec) // "memory", or a URL without its password
+		}
+		fmt.Fprintf(stdout, "No sessions stored in %s yet.\n", where)
 		return nil
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

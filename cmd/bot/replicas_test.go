@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+)
+
+// The replica tests run real bot processes on one PostgreSQL schema (a
+// fresh one per test, dropped after it) and one fake Slack app, as a
+// deployment of several replicas does.
+
+// replicaLeaseTTL is short so a killed replica's thread moves within a test.
+const replicaLeaseTTL = "2s"
+
+type replicaWorld struct {
+	*world
+	db *pgx.Conn // on the test's schema
+}
+
+// newReplicaWorld needs ASKREPO_TEST_POSTGRES, which .ci/run sets after it
+// starts a PostgreSQL server; without it the test skips and says so.
+func newReplicaWorld(t *testing.T) *replicaWorld {
+	dsn := os.Getenv("ASKREPO_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("set ASKREPO_TEST_POSTGRES=postgres://user:password@127.0.0.1:5432/db?sslmode=disable to run the replica tests against a real PostgreSQL (see .ci/run)")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "askrepo_replicas_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to ASKREPO_TEST_POSTGRES: %v", err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	admin.Close(ctx)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	store := dsn + sep + "search_path=" + schema // pgx sends unknown URL parameters as run-time settings
+	w := &replicaWorld{world: newWorld(t, "BOT_STORE="+store, "BOT_LEASE_TTL="+replicaLeaseTTL)}
+	// The bots run their cleanups (kill) before this closes: cleanups run last first.
+	db, err := pgx.Connect(ctx, store)
+	if err != nil {
+		t.Fatalf("connect to the test schema: %v", err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	w.db = db
+	return w
+}
+
+// startReplica starts a bot with a data dir (and so checkouts) of its own
+// and returns it with the ID of its Socket Mode connection in the fake.
+func (w *replicaWorld) startReplica() (*proc, int) {
+	w.t.Helper()
+	before := w.slack.LiveConns()
+	env := w.env
+	w.env = append(slices.Clip(env), "BOT_DATA_DIR="+w.t.TempDir()) // the last value wins
+	p := w.start()
+	w.env = env
+	for _, id := range w.slack.LiveConns() {
+		if !slices.Contains(before, id) {
+			return p, id
+		}
+	}
+	w.t.Fatalf("the new replica has no connection of its own:\n%s", p.logs.String())
+	return nil, 0
+}
+
+func (w *replicaWorld) sendTo(conn int, ev slacktest.Event) {
+	w.t.Helper()
+	if _, err := w.slack.SendEventTo(conn, ev); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// answersIn counts the bot's answers (messages with a markdown block) in a
+// thread of channel.
+func (w *replicaWorld) answersIn(channel, root string) int {
+	n := 0
+	for _, m := range w.slack.Snapshot().BotMessages(channel, root, slacktest.DefaultBotID) {
+		if slices.Contains(m.BlockTypes(), "markdown") {
+			n++
+		}
+	}
+	return n
+}
+
+// waitCount waits until the logs of procs hold n lines containing s.
+func (w *replicaWorld) waitCount(s string, n int, procs ...*proc) {
+	w.t.Helper()
+	ctx := w.ctx()
+	for countIn(s, procs...) < n {
+		select {
+		case <-ctx.Done():
+			w.t.Fatalf("%d log lines with %q, want %d", countIn(s, procs...), s, n)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func countIn(s string, procs ...*proc) int {
+	n := 0
+	for _, p := range procs {
+		n += strings.Count(p.logs.String(), s)
+	}
+	return n
+}
+
+// waitIdle waits until no replica holds a thread lease.
+func (w *replicaWorld) waitIdle() {
+	w.t.Helper()
+	ctx := w.ctx()
+	for {
+		var n int
+		if err := w.db.QueryRow(ctx, "SELECT count(*) FROM leases").Scan(&n); err != nil {
+			w.t.Fatalf("count leases: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			w.t.Fatalf("%d thread leases still held", n)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// The same event delivered to both replicas' connections at once is
+// answered once.
+func TestReplicasAnswerAnEventDeliveredToBothOnce(t *testing.T) {
+	w := newReplicaWorld(t)
+	a, connA := w.startReplica()
+	b, connB := w.startReplica()
+
+	root := w.slack.NextTS()
+	ev := slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, "")
+	ev.EventID = "EvBoth"
+	if envs := w.slack.SendEventEach(ev); len(envs) != 2 {
+		t.Fatalf("delivered to %d connections, want 2", len(envs))
+	}
+	w.waitAnswers(root, 1)
+	// One more question on each connection: once both are answered, both
+	// replicas are past the duplicate.
+	for _, conn := range []int{connA, connB} {
+		w.sendTo(conn, slacktest.AppMention("C1", "U1", "<@UBOT> barrier", w.slack.NextTS(), ""))
+	}
+	w.waitCount(`"outcome":"answered"`, 3, a, b)
+	w.waitCount(`"reason":"duplicate"`, 1, a, b)
+
+	if got := w.answersIn("C1", root); got != 1 {
+		t.Errorf("answers = %d, want 1:\n%s", got, w.threadText(root))
+	}
+	if n := len(w.model.requests()); n != 6 {
+		t.Errorf("model requests = %d, want 6 (two per question)", n)
+	}
+	for _, p := range []*proc{a, b} {
+		if code := p.stop(t, syscall.SIGTERM); code != 0 {
+			t.Errorf("exit code after SIGTERM = %d, want 0", code)
+		}
+	}
+}
+
+// A burst of 50 mentions spread over both replicas: 50 answers, none
+// doubled, both replicas answering.
+func TestReplicasBurstOfFifty(t *testing.T) {
+	w := newReplicaWorld(t)
+	a, connA := w.startReplica()
+	b, connB := w.startReplica()
+
+	const n = 50
+	type question struct{ channel, root string }
+	var qs []question
+	for i := range n {
+		// Two questions per channel: Slack paces posts per channel, and
+		// so does the bot.
+		q := question{channel: fmt.Sprintf("C%02d", i/2), root: w.slack.NextTS()}
+		qs = append(qs, q)
+		conn := connA
+		if i%2 == 1 {
+			conn = connB
+		}
+		w.sendTo(conn, slacktest.AppMention(q.channel, "U1", fmt.Sprintf("<@UBOT> question %d", i), q.root, ""))
+	}
+	w.waitCount(`"outcome":"answered"`, n, a, b)
+
+	for i, q := range qs {
+		if got := w.answersIn(q.channel, q.root); got != 1 {
+			t.Errorf("question %d: %d answers, want 1", i, got)
+		}
+	}
+	if na, nb := countIn(`"msg":"turn"`, a), countIn(`"msg":"turn"`, b); na+nb != n || na == 0 || nb == 0 {
+		t.Errorf("turns: replica a %d, b %d; want %d in all, some on each", na, nb, n)
+	}
+	if got := len(w.model.requests()); got != 2*n {
+		t.Errorf("model requests = %d, want %d (two per question)", got, 2*n)
+	}
+}
+
+// A replica killed mid-turn: once its lease expired, the other replica
+// claims the thread, resumes the turn from its stored step and answers,
+// once.
+func TestReplicaKilledMidTurnIsResumedByTheOther(t *testing.T) {
+	w := newReplicaWorld(t)
+	w.model.setScript(holdAfterTools)
+	a, connA := w.startReplica()
+	b, _ := w.startReplica()
+
+	root := w.slack.NextTS()
+	w.sendTo(connA, slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, ""))
+	w.waitModelRequests(2) // step 1 (read README.md) is stored; step 2 hangs
+	w.model.setScript(readmeThenAnswer)
+	killed := time.Now()
+	if code := a.stop(t, syscall.SIGKILL); code != -int(syscall.SIGKILL) {
+		t.Fatalf("exit code = %d, want killed", code)
+	}
+
+	w.waitAnswers(root, 1)
+	took := time.Since(killed)
+	w.waitLog(b, `"outcome":"answered"`)
+	if !strings.Contains(b.logs.String(), `"msg":"claimed a thread from a replica that stopped renewing its lease"`) {
+		t.Errorf("replica b did not log its claim of the thread")
+	}
+	if ttl, _ := time.ParseDuration(replicaLeaseTTL); took > 3*ttl {
+		t.Errorf("the thread was answered %s after the kill, want within a few lease TTLs (%s)", took, replicaLeaseTTL)
+	}
+	if code := b.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0", code)
+	}
+	if got := w.answersIn("C1", root); got != 1 {
+		t.Errorf("answers = %d, want 1:\n%s", got, w.threadText(root))
+	}
+	if n := strings.Count(w.threadText(root), "I am picking it up where I left off"); n != 1 {
+		t.Errorf("the thread was told %d times that the answer is being resumed, want once:\n%s", n, w.threadText(root))
+	}
+	reqs := w.model.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("model requests = %d, want 3 (two before the kill, one to finish)", len(reqs))
+	}
+	if r := reqs[2]; r.last() != "tool" || r.has("tool", "Widget turns sprockets into widgets.") != 1 || r.has("user", "what does widget do?") != 1 {
+		t.Errorf("the resumed request does not continue from step 1 with its result once: %+v", r.Messages)
+	}
+}
+
+// A follow-up that lands on the other replica is answered with the
+// thread's memory: the first question and its answer are in its request.
+func TestReplicaFollowUpOnTheOtherKeepsMemory(t *testing.T) {
+	w := newReplicaWorld(t)
+	a, connA := w.startReplica()
+	b, connB := w.startReplica()
+
+	root := w.slack.NextTS()
+	w.sendTo(connA, slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, ""))
+	w.waitAnswers(root, 1)
+	w.waitLog(a, `"outcome":"answered"`)
+	w.waitIdle()
+
+	w.sendTo(connB, slacktest.UserMessage("C1", "channel", "U1", "and how are sprockets made?", w.slack.NextTS(), root))
+	w.waitAnswers(root, 2)
+	w.waitLog(b, `"outcome":"answered"`)
+	if n := countIn(`"outcome":"answered"`, a); n != 1 {
+		t.Errorf("replica a answered %d turns, want 1 (the follow-up is b's)", n)
+	}
+	reqs := w.model.requests()
+	last := reqs[len(reqs)-1]
+	for _, want := range [][2]string{{"user", "what does widget do?"}, {"assistant", "Answer to: what does widget do?"}, {"user", "and how are sprockets made?"}} {
+		if last.has(want[0], want[1]) != 1 {
+			t.Errorf("the follow-up's request has %d %s messages with %q, want 1: the thread was forgotten", last.has(want[0], want[1]), want[0], want[1])
+		}
+	}
+	if got := w.answersIn("C1", root); got != 2 {
+		t.Errorf("answers = %d, want 2", got)
+	}
+}
