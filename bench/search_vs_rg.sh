@@ -3,16 +3,26 @@
 # as the bot runs them) with ripgrep and git ls-files on a large real tree:
 # a copy of the Go distribution's src/ committed into a fresh repository.
 #
-#   bench/search_vs_rg.sh            # from the module root
-#   RUNS=20 bench/search_vs_rg.sh    # more runs per command
+#   bench/search_vs_rg.sh                              # from the module root
+#   RUNS=20 bench/search_vs_rg.sh                      # more rounds per pattern
+#   BASELINE=/tmp/searchbench-old bench/search_vs_rg.sh  # also time an older build
 #
-# Needs go, git, rg and hyperfine; installs the last two with apt-get when
-# run as root, otherwise asks for them. Prints match counts from both sides
-# so a reader can see the same work was done.
+# The machine this runs on is usually shared, and its load drifts over
+# seconds, so timing one command ten times and then the other ten times
+# compares two different machines. Each round here runs every contender once,
+# back to back, in an order that alternates between rounds; the report gives
+# each one's median and the median of the per-round ratios to rg.
+#
+# Needs go, git and rg; installs rg with apt-get when run as root, otherwise
+# asks for it. Prints match counts from both sides so a reader can see the
+# same work was done. BASELINE is a searchbench binary built from another
+# commit (git show <rev>:bench/cmd/searchbench is not enough: build it in a
+# checkout of that commit with go build -o /tmp/searchbench-old ./bench/cmd/searchbench).
 set -euo pipefail
 
-RUNS=${RUNS:-10}
+RUNS=${RUNS:-15}
 WARMUP=${WARMUP:-2}
+BASELINE=${BASELINE:-}
 cd "$(dirname "$0")/.."
 
 need() {
@@ -25,7 +35,6 @@ need() {
 	fi
 }
 need rg ripgrep
-need hyperfine hyperfine
 need git git
 
 work=$(mktemp -d)
@@ -40,7 +49,8 @@ cp -a "$(go env GOROOT)/src" "$tree"
 	git -c user.name=bench -c user.email=bench@example.com commit -q -m tree
 )
 echo "tree: $(go env GOROOT)/src ($(go version | cut -d' ' -f3)), $(git -C "$tree" ls-files | wc -l) files," \
-	"$(du -sh --exclude=.git "$tree" | cut -f1); $(nproc) cores; $(rg --version | sed -n 1p); $(hyperfine --version)"
+	"$(du -sh --exclude=.git "$tree" | cut -f1); $(nproc) cores; $(rg --version | sed -n 1p); $(git --version);" \
+	"load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # rg searches what search_code searches: .gitignore honoured (rg does so by
 # default), hidden files included (git lists them), .git itself left out,
@@ -51,6 +61,49 @@ deny=(-g '!.env' -g '!.env.*' -g '!*.pem' -g '!*.key' -g '!*.p12' -g '!*.pfx' -g
 	-g '!credentials*.json')
 rg=(rg --hidden -g '!.git' "${deny[@]}" --max-filesize 2M)
 sb="$work/searchbench -dir $tree"
+
+# rounds NAME=COMMAND... times each command once per round, RUNS rounds
+# after WARMUP unrecorded ones, alternating the order, and prints each one's
+# median in ms and its median ratio to the first.
+rounds() {
+	local names=() cmds=() i r n=$#
+	for arg in "$@"; do
+		names+=("${arg%%=*}")
+		cmds+=("${arg#*=}")
+	done
+	local times=()
+	for ((r = -WARMUP; r < RUNS; r++)); do
+		local order=() row=()
+		for ((i = 0; i < n; i++)); do order+=($i); done
+		((r % 2)) && order=($(printf '%s\n' "${order[@]}" | tac))
+		for i in "${order[@]}"; do
+			local t0=$EPOCHREALTIME
+			eval "${cmds[$i]}" >/dev/null 2>&1
+			local t1=$EPOCHREALTIME
+			row[$i]=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", (b - a) * 1000}')
+		done
+		((r >= 0)) && times+=("${row[*]}")
+	done
+	local IFS='|'
+	local joined="${names[*]}"
+	unset IFS
+	printf '%s\n' "${times[@]}" | awk -v names="$joined" '
+		function median(a, k,   i, j, t) {
+			for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+			return k % 2 ? a[(k+1)/2] : (a[k/2] + a[k/2+1]) / 2
+		}
+		{ for (i = 1; i <= NF; i++) { t[i, NR] = $i; q[i, NR] = $i / $1 } }
+		END {
+			split(names, nm, "|")
+			printf "| %-22s | %9s | %9s | %9s | %16s |\n", "", "median ms", "min ms", "max ms", "ratio (median)"
+			printf "|%s|%s|%s|%s|%s|\n", "---", "---", "---", "---", "---"
+			for (i = 1; i <= NF; i++) {
+				for (r = 1; r <= NR; r++) { a[r] = t[i, r]; b[r] = q[i, r] }
+				mn = a[1]; mx = a[1]; for (r = 2; r <= NR; r++) { if (a[r] < mn) mn = a[r]; if (a[r] > mx) mx = a[r] }
+				printf "| %-22s | %9.0f | %9.0f | %9.0f | %15.2fx |\n", nm[i], median(a, NR), mn, mx, median(b, NR)
+			}
+		}'
+}
 
 compare() { # name, rg args..., -- search_code JSON
 	local name=$1
@@ -67,10 +120,10 @@ compare() { # name, rg args..., -- search_code JSON
 	echo "search_code header:         $($sb -args "$json" 2>/dev/null | head -1)"
 	echo -n "search_code in-process, file list cached (the bot's steady state): "
 	$sb -cache -n "$RUNS" -args "$json" 2>&1 >/dev/null
-	hyperfine -N -w "$WARMUP" -r "$RUNS" --export-markdown "$work/$name.md" \
-		-n rg "$(printf '%q ' "${rg[@]}" -c "${rgargs[@]}" "$tree")" \
-		-n search_code "$sb -args $(printf '%q' "$json")" >/dev/null
-	tail -n +3 "$work/$name.md"
+	local contenders=("rg=$(printf '%q ' "${rg[@]}" -c "${rgargs[@]}" "$tree")"
+		"search_code=$sb -args $(printf '%q' "$json")")
+	[ -n "$BASELINE" ] && contenders+=("search_code (baseline)=$BASELINE -dir $tree -args $(printf '%q' "$json")")
+	rounds "${contenders[@]}"
 }
 
 compare literal -F ErrUnexpectedEOF -- '{"pattern": "ErrUnexpectedEOF", "literal": true}'
@@ -86,9 +139,10 @@ echo "Workspace.Files:            $($sb -mode files 2>/dev/null)"
 echo "list_files recursive:       $($sb -mode list -args '{"recursive": true}' 2>/dev/null)"
 echo -n "Workspace.Files in-process, uncached: "
 $sb -mode files -n "$RUNS" 2>&1 >/dev/null
-hyperfine -N -w "$WARMUP" -r "$RUNS" --export-markdown "$work/list.md" \
-	-n "git ls-files" "git -C $tree ls-files" \
-	-n "rg --files" "$(printf '%q ' rg --files --hidden -g '!.git' "${deny[@]}" "$tree")" \
-	-n Workspace.Files "$sb -mode files" \
-	-n "list_files recursive" "$sb -mode list -args $(printf '%q' '{"recursive": true}')" >/dev/null
-tail -n +3 "$work/list.md"
+listing=("git ls-files=git -C $tree ls-files"
+	"git ls-files, others=git -C $tree ls-files --cached --others --exclude-standard"
+	"rg --files=$(printf '%q ' rg --files --hidden -g '!.git' "${deny[@]}" "$tree")"
+	"Workspace.Files=$sb -mode files"
+	"list_files recursive=$sb -mode list -args $(printf '%q' '{"recursive": true}')")
+[ -n "$BASELINE" ] && listing+=("Workspace.Files (baseline)=$BASELINE -dir $tree -mode files")
+rounds "${listing[@]}"

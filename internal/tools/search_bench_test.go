@@ -49,6 +49,8 @@ var benchPatterns = []struct {
 	{name: "inner-literal", pattern: `\w+Error\(`},
 	{name: "no-literal", pattern: `[A-Z][a-z]+[0-9]{2,}`},
 	{name: "ignore-case", pattern: "parseerror", literal: true, ignoreCase: true},
+	// Neither a literal nor a rare class run: the automaton scans every byte.
+	{name: "no-prefilter", pattern: `\w+[a-z][A-Z]\w+`},
 }
 
 // BenchmarkSearchEngine runs the engine (prefilters, line verification,
