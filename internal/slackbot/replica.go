@@ -53,10 +53,13 @@ func DefaultReplicaID() string {
 //   - each message's turn has an ID derived from the message, so a message
 //     whose turn exists already (answered, or cut off and resumed through
 //     a claim) is dropped from the queue, not answered again;
-//   - at start and every half lease, ClaimUnfinished hands this replica the
-//     threads whose holder stopped renewing: it resumes their cut-off turn
+//   - at start and every half lease (at most maxClaimInterval),
+//     ClaimUnfinished hands this replica the threads whose holder stopped
+//     renewing or let them go at shutdown: it resumes their cut-off turn
 //     (ContinueTurn fences off a holder that was only slow) and drains
-//     what is left queued.
+//     what is left queued;
+//   - at shutdown it lets its threads go at once; what is queued stays in
+//     the store for the next holder, never asked again.
 //
 // The in-process limit (Config.MaxConcurrent) and visible queueing still
 // apply: a drained message waits for one of the dispatcher's slots.
@@ -176,14 +179,21 @@ func (r *replicas) known(key session.Key) bool {
 	return ok
 }
 
+// maxClaimInterval bounds the time between two looks for threads to
+// claim: a replica that stops (a rolling deploy) releases its leases at
+// once, and its threads should not wait half a long TTL for the next look.
+// A look is one statement.
+const maxClaimInterval = 5 * time.Second
+
 // start claims the threads left by replicas that are gone (or by this
 // data's previous run) before the first event is read, so their cut-off
-// turns go first in their threads, then keeps claiming every half lease.
+// turns go first in their threads, then keeps claiming every half lease
+// (at most every maxClaimInterval).
 func (r *replicas) start(ctx context.Context) {
 	r.b.log.Info("sharing threads with other replicas", "replica", r.owner, "lease_ttl", r.ttl)
 	r.claim(ctx)
 	r.b.queue.wg.Go(func() {
-		t := time.NewTicker(r.ttl / 2)
+		t := time.NewTicker(min(r.ttl/2, maxClaimInterval))
 		defer t.Stop()
 		for {
 			select {

@@ -28,7 +28,9 @@ type replicaPair struct {
 	connB int
 }
 
-func newReplicaPair(t *testing.T, script func(chatRequest) fakeReply, shared func(name string, store *session.Memory) Shared) *replicaPair {
+// newReplicaPair starts two replicas; cfg, when set, adjusts each one's
+// Config, in which Shared is the common store.
+func newReplicaPair(t *testing.T, script func(chatRequest) fakeReply, cfg func(name string, c *Config)) *replicaPair {
 	t.Helper()
 	srv := slacktest.New()
 	t.Cleanup(srv.Close)
@@ -38,8 +40,8 @@ func newReplicaPair(t *testing.T, script func(chatRequest) fakeReply, shared fun
 		before := srv.LiveConns()
 		h := newHarness(t, harnessOpts{slack: srv, ai: ai, store: store, cfg: func(c *Config) {
 			c.Shared, c.Replica, c.LeaseTTL = store, name, testLeaseTTL
-			if shared != nil {
-				c.Shared = shared(name, store)
+			if cfg != nil {
+				cfg(name, c)
 			}
 		}})
 		for _, id := range srv.LiveConns() {
@@ -213,8 +215,8 @@ func TestReplicaTakesOverAThreadWhoseLeaseExpired(t *testing.T) {
 			rep.Wait = make(chan struct{}) // replica a's step 2 never comes
 		}
 		return rep
-	}, func(name string, store *session.Memory) Shared {
-		return &stallable{Shared: store}
+	}, func(name string, c *Config) {
+		c.Shared = &stallable{Shared: c.Shared}
 	})
 	stall := p.a.bot.cfg.Shared.(*stallable)
 	root := p.a.slack.NextTS()
@@ -277,5 +279,56 @@ func TestReplicasBurst(t *testing.T) {
 	}
 	if len(p.a.logLines("turn")) == 0 || len(p.b.logLines("turn")) == 0 {
 		t.Errorf("turns by replica: a %d, b %d; want both to answer", len(p.a.logLines("turn")), len(p.b.logLines("turn")))
+	}
+}
+
+// A replica that is stopped (SIGTERM) while it answers cuts the answer
+// after its grace period and lets the thread go at once: another replica
+// claims it without waiting for the lease to expire (the TTL here is far
+// longer than the test), resumes the cut answer and answers the follow-up
+// that was queued behind it, in order.
+func TestReplicaStoppedHandsItsThreadOver(t *testing.T) {
+	var held atomic.Int32
+	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+		rep := readThenAnswer(r)
+		if r.question() == "Q1" && r.last().Role == "tool" && held.Add(1) == 1 {
+			rep.Wait = make(chan struct{}) // replica a's answer to Q1 never comes
+		}
+		return rep
+	}, func(name string, c *Config) {
+		c.LeaseTTL, c.DrainTimeout = time.Hour, 100*time.Millisecond
+	})
+	root := p.a.slack.NextTS()
+	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> Q1", root, ""))
+	waitQuestionAnswering(t, p.a, "Q1")
+	q2 := p.a.slack.NextTS()
+	p.send(t, p.connA, slacktest.UserMessage("C1", "channel", "U1", "Q2", q2, root))
+	p.a.waitReaction("C1", q2, reactQueued)
+
+	if err := p.a.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	p.b.bot.rep.claim(p.b.ctx()) // its next look, without waiting half an hour
+	p.b.waitReaction("C1", q2, reactDone)
+	p.waitTurns(t, 3)
+
+	got := answers(p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
+	if len(got) != 2 || !strings.Contains(got[0].AllText(), "to: Q1") || !strings.Contains(got[1].AllText(), "to: Q2") {
+		t.Fatalf("answers %q, want Q1's then Q2's", allTexts(got))
+	}
+	text := strings.Join(allTexts(p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)), "\n")
+	for _, want := range []string{noteWillResume, noteResuming} {
+		if n := strings.Count(text, want); n != 1 {
+			t.Errorf("the thread was told %q %d times, want once:\n%s", want, n, text)
+		}
+	}
+	if got := outcomes(p.a.logLines("turn")); !slices.Equal(got, []string{outcomeInterrupted}) {
+		t.Errorf("replica a's turn outcomes %v, want [%s]", got, outcomeInterrupted)
+	}
+	if got := outcomes(p.b.logLines("turn")); !slices.Equal(got, []string{outcomeAnswered, outcomeAnswered}) {
+		t.Errorf("replica b's turn outcomes %v, want two answered", got)
+	}
+	if strings.Contains(text, "ask again") {
+		t.Errorf("the thread was asked to ask again; the queued question is another replica's to answer:\n%s", text)
 	}
 }
