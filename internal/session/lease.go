@@ -102,10 +102,38 @@ type Queue interface {
 // by another after it expired: the other replica now drains the thread.
 var ErrLeaseLost = errors.New("thread lease lost to another replica")
 
+// Stops carry a click on an answer's Stop button from the replica Slack
+// delivered it to (any of them) to the replica running the turn, which
+// looks for a request while the turn runs and cancels it as if the click
+// had landed there. The request is kept with the turn, so it goes when the
+// turn's session is purged.
+type Stops interface {
+	// RequestStop records that user asked to stop turn turnID. It reports
+	// false, recording nothing, unless the turn is running: a click on an
+	// answer that ended, or was cut off and handed on under another turn
+	// ID, does nothing. Of several requests the first user is kept.
+	RequestStop(ctx context.Context, turnID, user string) (bool, error)
+	// StopRequested returns the user who asked to stop turnID, or "" if no
+	// one did or the turn is unknown. It is one primary-key read: the
+	// running replica asks about every second.
+	StopRequested(ctx context.Context, turnID string) (string, error)
+}
+
+// Activity shows a replica the work another replica has on a thread before
+// any turn of it is stored: a question waiting in the thread's queue (for
+// a dispatcher slot, for its checkout) or a lease someone holds.
+type Activity interface {
+	// ThreadBusy reports whether key has a message in its queue or a
+	// lease that has not expired.
+	ThreadBusy(ctx context.Context, key Key) (bool, error)
+}
+
 // Backend is what Open returns: a Store whose threads can be shared by
 // several replicas. Memory, SQLite and Postgres all implement it.
 type Backend interface {
 	Store
 	Leases
 	Queue
+	Stops
+	Activity
 }

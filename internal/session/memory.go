@@ -35,7 +35,8 @@ type Memory struct {
 	dedupe   map[string]time.Time // key → expiry
 	leases   map[Key]lease        // made on first use; see memory_lease.go
 	queues   map[Key][]Pending
-	seq      int64 // last Pending.Seq handed out
+	seq      int64             // last Pending.Seq handed out
+	stops    map[string]string // turn ID → who asked to stop it; made on first use
 }
 
 var _ Backend = (*Memory)(nil)
@@ -357,6 +358,7 @@ func (m *Memory) Purge(ctx context.Context, before time.Time) (int, error) {
 	for id, t := range m.turns {
 		if _, ok := m.sessions[t.Key]; !ok {
 			delete(m.turns, id)
+			delete(m.stops, id)
 		}
 	}
 	now := m.clock()

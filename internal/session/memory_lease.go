@@ -145,3 +145,40 @@ func (m *Memory) NextPending(ctx context.Context, key Key, owner string, done in
 	p.Data = slices.Clone(p.Data)
 	return p, true, nil
 }
+
+func (m *Memory) RequestStop(ctx context.Context, turnID, user string) (bool, error) {
+	if err := m.lock(); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	if t, ok := m.turns[turnID]; !ok || t.State != TurnRunning {
+		return false, nil
+	}
+	if m.stops == nil {
+		m.stops = make(map[string]string)
+	}
+	if m.stops[turnID] == "" {
+		m.stops[turnID] = user
+	}
+	return true, nil
+}
+
+func (m *Memory) StopRequested(ctx context.Context, turnID string) (string, error) {
+	if err := m.lock(); err != nil {
+		return "", err
+	}
+	defer m.mu.Unlock()
+	return m.stops[turnID], nil
+}
+
+func (m *Memory) ThreadBusy(ctx context.Context, key Key) (bool, error) {
+	if err := m.lock(); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	if len(m.queues[key]) > 0 {
+		return true, nil
+	}
+	l, ok := m.leases[key]
+	return ok && m.clock().Before(l.expires), nil
+}

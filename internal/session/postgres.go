@@ -136,6 +136,8 @@ var postgresMigrations = []string{
 		UNIQUE (team, channel, thread, id)
 	);
 	CREATE INDEX pending_thread ON pending (team, channel, thread, seq);`,
+	// Who pressed Stop on a running turn, for the replica running it (see Stops).
+	`ALTER TABLE turns ADD COLUMN stop_by text NOT NULL DEFAULT '';`,
 }
 
 // OpenPostgres connects to the database at dsn (a postgres:// URL or a

@@ -193,3 +193,32 @@ func (s *Postgres) NextPending(ctx context.Context, key Key, owner string, done 
 	}
 	return p, ok, nil
 }
+
+func (s *Postgres) RequestStop(ctx context.Context, turnID, user string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE turns SET stop_by = CASE WHEN stop_by = '' THEN $1 ELSE stop_by END WHERE id = $2 AND state = $3`,
+		pgText(user), pgText(turnID), string(TurnRunning))
+	if err != nil {
+		return false, fmt.Errorf("request a stop of turn %s: %w", turnID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (s *Postgres) StopRequested(ctx context.Context, turnID string) (string, error) {
+	var user string
+	err := s.pool.QueryRow(ctx, `SELECT stop_by FROM turns WHERE id = $1`, pgText(turnID)).Scan(&user)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("look for a stop request on turn %s: %w", turnID, err)
+	}
+	return user, nil
+}
+
+func (s *Postgres) ThreadBusy(ctx context.Context, key Key) (bool, error) {
+	var busy bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pending WHERE team = $1 AND channel = $2 AND thread = $3)
+		OR EXISTS (SELECT 1 FROM leases WHERE team = $1 AND channel = $2 AND thread = $3 AND expires > $4)`,
+		key.Team, key.Channel, key.Thread, s.now().UnixNano()).Scan(&busy)
+	if err != nil {
+		return false, fmt.Errorf("look for work on thread %s: %w", key, err)
+	}
+	return busy, nil
+}

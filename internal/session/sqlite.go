@@ -128,6 +128,8 @@ var migrations = []string{
 		UNIQUE (team, channel, thread, id)
 	);
 	CREATE INDEX pending_thread ON pending (team, channel, thread, seq);`,
+	// Who pressed Stop on a running turn, for the process running it (see Stops).
+	`ALTER TABLE turns ADD COLUMN stop_by TEXT NOT NULL DEFAULT '';`,
 }
 
 // OpenSQLite opens (creating if needed) the store at path and brings its

@@ -186,3 +186,36 @@ func (s *SQLite) NextPending(ctx context.Context, key Key, owner string, done in
 	}
 	return p, ok, nil
 }
+
+func (s *SQLite) RequestStop(ctx context.Context, turnID, user string) (bool, error) {
+	res, err := s.w.ExecContext(ctx, `UPDATE turns SET stop_by = CASE WHEN stop_by = '' THEN ? ELSE stop_by END WHERE id = ? AND state = ?`,
+		user, turnID, string(TurnRunning))
+	if err != nil {
+		return false, fmt.Errorf("request a stop of turn %s: %w", turnID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("request a stop of turn %s: %w", turnID, err)
+	}
+	return n == 1, nil
+}
+
+func (s *SQLite) StopRequested(ctx context.Context, turnID string) (string, error) {
+	var user string
+	err := s.r.QueryRowContext(ctx, `SELECT stop_by FROM turns WHERE id = ?`, turnID).Scan(&user)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("look for a stop request on turn %s: %w", turnID, err)
+	}
+	return user, nil
+}
+
+func (s *SQLite) ThreadBusy(ctx context.Context, key Key) (bool, error) {
+	var busy bool
+	err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pending WHERE team = ? AND channel = ? AND thread = ?)
+		OR EXISTS (SELECT 1 FROM leases WHERE team = ? AND channel = ? AND thread = ? AND expires > ?)`,
+		key.Team, key.Channel, key.Thread, key.Team, key.Channel, key.Thread, s.now().UnixNano()).Scan(&busy)
+	if err != nil {
+		return false, fmt.Errorf("look for work on thread %s: %w", key, err)
+	}
+	return busy, nil
+}

@@ -29,6 +29,8 @@ func runLeaseTests(t *testing.T, s Suite) {
 		{"queue keeps order and releases the lease when empty", testQueueOrder},
 		{"enqueue racing the holder's release strands nothing", testQueueHandoff},
 		{"claim picks up a dead holder's queue", testClaimQueue},
+		{"a stop requested on one replica is seen on the other", testStopRequest},
+		{"a thread is busy while it has queued messages or a live lease", testThreadBusy},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -400,4 +402,82 @@ func testClaimQueue(t *testing.T, x *h, peer session.Backend) {
 	if slices.ContainsFunc(got, func(c session.Claim) bool { return len(c.Turns) > 0 }) {
 		t.Errorf("claims %v carry turns; the thread had none", got)
 	}
+}
+
+func requestStop(t *testing.T, b session.Backend, turnID, user string, want bool) {
+	t.Helper()
+	got, err := b.RequestStop(t.Context(), turnID, user)
+	if err != nil || got != want {
+		t.Errorf("RequestStop(%s, %s) = %v, %v; want %v", turnID, user, got, err, want)
+	}
+}
+
+func stopRequested(t *testing.T, b session.Backend, turnID, want string) {
+	t.Helper()
+	got, err := b.StopRequested(t.Context(), turnID)
+	if err != nil || got != want {
+		t.Errorf("StopRequested(%s) = %q, %v; want %q", turnID, got, err, want)
+	}
+}
+
+func testStopRequest(t *testing.T, x *h, peer session.Backend) {
+	a := backend(t, x.st)
+	mustStart(t, x.st, "t1", keyA, "Q1")
+	mustStart(t, x.st, "t2", keyB, "Q2")
+	stopRequested(t, a, "t1", "")
+
+	// The click lands on the peer; the replica running t1 sees who it was.
+	requestStop(t, peer, "t1", "U7", true)
+	stopRequested(t, a, "t1", "U7")
+	requestStop(t, peer, "t1", "U8", true) // a second click: still running, first user kept
+	stopRequested(t, a, "t1", "U7")
+	stopRequested(t, a, "t2", "") // other turns are untouched
+
+	// Ended, unknown, or cut off and continued under another ID: nothing.
+	mustEnd(t, x.st, "t2", session.TurnDone)
+	requestStop(t, peer, "t2", "U7", false)
+	stopRequested(t, a, "t2", "")
+	requestStop(t, peer, "nope", "U7", false)
+	stopRequested(t, a, "nope", "")
+	mustStart(t, x.st, "t3", keyC, "Q3")
+	if err := x.st.SetTurnState(t.Context(), "t3", session.TurnInterrupted); err != nil {
+		t.Fatal(err)
+	}
+	requestStop(t, peer, "t3", "U7", false)
+	stopRequested(t, a, "t3", "")
+}
+
+func busy(t *testing.T, b session.Backend, key session.Key, want bool) {
+	t.Helper()
+	got, err := b.ThreadBusy(t.Context(), key)
+	if err != nil || got != want {
+		t.Errorf("ThreadBusy(%s) = %v, %v; want %v", key, got, err, want)
+	}
+}
+
+func testThreadBusy(t *testing.T, x *h, peer session.Backend) {
+	a := backend(t, x.st)
+	busy(t, peer, keyA, false)
+
+	// Queued on one replica, no turn stored yet: busy for the other.
+	enqueue(t, a, keyA, "m1", "r1", true)
+	busy(t, peer, keyA, true)
+	busy(t, peer, keyB, false)
+	p, _ := next(t, a, keyA, "r1", 0)
+	// Handled and the queue drained: the lease went with it.
+	if _, ok := next(t, a, keyA, "r1", p.Seq); ok {
+		t.Fatal("NextPending after the only message: ok; want the queue empty")
+	}
+	busy(t, peer, keyA, false)
+
+	// A held lease alone (a claimed thread) is busy until it expires.
+	acquire(t, a, keyB, "r1", true)
+	busy(t, peer, keyB, true)
+	x.clock.Advance(ttl)
+	busy(t, peer, keyB, false)
+
+	// A message left queued by a dead holder keeps the thread busy.
+	enqueue(t, a, keyC, "m1", "dead", true)
+	x.clock.Advance(2 * ttl)
+	busy(t, peer, keyC, true)
 }
