@@ -821,3 +821,22 @@ func BenchmarkStreamedAnswer(b *testing.B) {
 		}
 	}
 }
+
+// vLLM with continuous usage stats puts usage on every chunk, so usage alone
+// must not make a stream cut halfway look finished: it is retried.
+func TestCutStreamWithUsageOnEveryChunkIsRetried(t *testing.T) {
+	usage := `,"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}`
+	first := `{"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"The retry policy is in "}}]` + usage
+	f := newFakeAPI(t,
+		sseCut(first),
+		sse(chunk(`{"role":"assistant","content":"whole answer"}`, "stop")),
+	)
+	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = true })
+	got, err := c.Complete(t.Context(), askRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Message.Content != "whole answer" {
+		t.Errorf("a cut stream was accepted as the answer: %q", got.Message.Content)
+	}
+}

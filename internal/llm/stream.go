@@ -29,7 +29,9 @@ func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionReque
 		content, reasoning strings.Builder
 		acc                toolCallAccumulator
 		resp               = Response{Message: Message{Role: RoleAssistant}}
-		sawUsage           bool
+		// usageOnly is set by a chunk that carries usage and no choices:
+		// the closing chunk of stream_options.include_usage.
+		usageOnly bool
 	)
 	for {
 		raw, err := stream.RecvRaw()
@@ -47,7 +49,7 @@ func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionReque
 			// Servers with continuous usage stats send it on every chunk;
 			// it is cumulative, so the last one wins.
 			resp.Usage = usageFrom(chunk.Usage, raw)
-			sawUsage = true
+			usageOnly = len(chunk.Choices) == 0
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
@@ -65,8 +67,10 @@ func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionReque
 	}
 	// go-openai reports a connection closed without "data: [DONE]" as a
 	// plain io.EOF, the same as a finished stream. A stream that never said
-	// why it stopped (no finish_reason) and sent no usage was cut off.
-	if resp.FinishReason == "" && !sawUsage {
+	// why it stopped (no finish_reason) and did not end with the usage-only
+	// chunk was cut off. Usage alone does not prove the end: vLLM's
+	// continuous usage stats put it on every chunk.
+	if resp.FinishReason == "" && !usageOnly {
 		return Response{}, errBrokenStream
 	}
 	resp.Message.Content = content.String()
