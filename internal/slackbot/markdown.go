@@ -20,7 +20,8 @@ const zeroWidthSpace = "\u200b"
 // (<!channel>, <!here>, <!everyone>, <!subteam^…>, <@U…>, <#C…>) by putting a
 // zero-width space after the "<". A model can be talked into writing these by
 // the files it reads (prompt injection), and a bot must never ping a channel
-// on someone else's behalf. The escaped form "&lt;!here&gt;" is defused too:
+// on someone else's behalf. Escaped forms ("&lt;!here&gt;", "&#60;", "&#x3C;")
+// are defused too:
 // Slack's docs do not say whether a markdown block decodes entities before it
 // looks for tokens, so assume it may. Ordinary text and code, including "<"
 // that does not start such a token ("a < b", "<-ch", "<div>", "<!--",
@@ -33,8 +34,12 @@ func Neutralize(s string) string {
 		switch {
 		case s[i] == '<':
 			after = i + 1
-		case s[i] == '&' && strings.HasPrefix(s[i:], "&lt;"):
-			after = i + len("&lt;")
+		case s[i] == '&':
+			n := ltEntity(s[i:])
+			if n == 0 {
+				continue
+			}
+			after = i + n
 		default:
 			continue
 		}
@@ -49,6 +54,34 @@ func Neutralize(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// ltEntity returns the length of the HTML character reference for "<" that
+// s starts with ("&lt;" in any case, "&#60;", "&#x3c;", with leading zeros),
+// or 0.
+func ltEntity(s string) int {
+	if len(s) >= 4 && strings.EqualFold(s[:4], "&lt;") {
+		return 4
+	}
+	if !strings.HasPrefix(s, "&#") {
+		return 0
+	}
+	i, base := 2, 10
+	if i < len(s) && (s[i] == 'x' || s[i] == 'X') {
+		i, base = i+1, 16
+	}
+	start, v := i, 0
+	for ; i < len(s) && i-start < 8; i++ {
+		d := strings.IndexByte("0123456789abcdef", s[i]|0x20)
+		if d < 0 || d >= base {
+			break
+		}
+		v = v*base + d
+	}
+	if i == start || i >= len(s) || s[i] != ';' || v != '<' {
+		return 0
+	}
+	return i + 1
 }
 
 // startsPingToken reports whether s, just after a "<", continues as a token

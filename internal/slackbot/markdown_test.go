@@ -18,6 +18,8 @@ func TestNeutralize(t *testing.T) {
 		{"<@U123ABC> and <@W99>", "<" + zw + "@U123ABC> and <" + zw + "@W99>"},
 		{"<#C0123|general>", "<" + zw + "#C0123|general>"},
 		{"escaped &lt;!here&gt; form", "escaped &lt;" + zw + "!here&gt; form"},
+		{"&#60;!channel&#62; &#x3C;!here&#x3E; &LT;!everyone&GT; &#0060;@U1ABC>", "&#60;" + zw + "!channel&#62; &#x3C;" + zw + "!here&#x3E; &LT;" + zw + "!everyone&GT; &#0060;" + zw + "@U1ABC>"},
+		{"&#61;!here &#x3d;!here &#60 !here &amp;!here", "&#61;!here &#x3d;!here &#60 !here &amp;!here"},
 		{"in code `<!channel>`", "in code `<" + zw + "!channel>`"},
 		// Ordinary text and code stay exactly as written.
 		{"if a < b && c > d {}", "if a < b && c > d {}"},
