@@ -385,6 +385,17 @@ type ButtonClick struct {
 // pressed. The message is copied from the store when known, and response_url points
 // back at the fake (posts there are recorded as calls to "response_url").
 func (s *Server) ClickButton(b ButtonClick) string {
+	return s.SendInteraction(s.clickPayload(b))
+}
+
+// ClickButtonTo is ClickButton on connection conn: Slack delivers an
+// interaction to any of an app's connections, not only to the process that
+// posted the button. It fails as SendEventTo does if conn is not live.
+func (s *Server) ClickButtonTo(conn int, b ButtonClick) (string, error) {
+	return s.SendInteractionTo(conn, s.clickPayload(b))
+}
+
+func (s *Server) clickPayload(b ButtonClick) map[string]any {
 	s.mu.Lock()
 	s.clickSeq++
 	n := s.clickSeq
@@ -403,7 +414,7 @@ func (s *Server) ClickButton(b ButtonClick) string {
 		container["thread_ts"] = b.ThreadTS
 	}
 	actionTS := s.NextTS()
-	return s.SendInteraction(map[string]any{
+	return map[string]any{
 		"type": "block_actions",
 		"user": map[string]any{
 			"id": b.User, "username": b.User, "name": b.User, "team_id": s.cfg.TeamID,
@@ -427,7 +438,7 @@ func (s *Server) ClickButton(b ButtonClick) string {
 			"type":      "button",
 			"action_ts": actionTS,
 		}},
-	})
+	}
 }
 
 func (s *Server) channelName(id string) string {
@@ -441,6 +452,19 @@ func (s *Server) channelName(id string) string {
 // "interactive" envelope with accepts_response_payload true, as Slack does. It
 // returns the envelope ID.
 func (s *Server) SendInteraction(payload map[string]any) string {
+	f, id := s.interactionFrame(payload)
+	s.deliver(f)
+	return id
+}
+
+// SendInteractionTo is SendInteraction on connection conn; it fails as
+// SendEventTo does if conn is not live.
+func (s *Server) SendInteractionTo(conn int, payload map[string]any) (string, error) {
+	f, id := s.interactionFrame(payload)
+	return id, s.sendTo(conn, f)
+}
+
+func (s *Server) interactionFrame(payload map[string]any) (*outFrame, string) {
 	s.mu.Lock()
 	id := s.newEnvelopeIDLocked()
 	data, err := json.Marshal(map[string]any{
@@ -457,6 +481,5 @@ func (s *Server) SendInteraction(payload map[string]any) string {
 	}
 	f := s.addEnvelopeLocked(Envelope{ID: id, Type: "interactive", Frame: data})
 	s.mu.Unlock()
-	s.deliver(f)
-	return id
+	return f, id
 }

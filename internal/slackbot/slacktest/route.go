@@ -33,6 +33,11 @@ func (s *Server) LiveConns() []int {
 // not sent, as a test that names a connection wants no other.
 func (s *Server) SendEventTo(conn int, ev Event) (string, error) {
 	f, id := s.eventFrame(ev)
+	return id, s.sendTo(conn, f)
+}
+
+// sendTo writes f on connection conn only.
+func (s *Server) sendTo(conn int, f *outFrame) error {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
 	s.mu.Lock()
@@ -40,12 +45,12 @@ func (s *Server) SendEventTo(conn int, ev Event) (string, error) {
 	cn := s.connLocked(conn)
 	s.mu.Unlock()
 	if c == nil || cn == nil || cn.Draining || c.isDone() {
-		return id, fmt.Errorf("send event to connection %d: it is not live (live: %v)", conn, s.LiveConns())
+		return fmt.Errorf("send to connection %d: it is not live (live: %v)", conn, s.LiveConns())
 	}
 	if !s.writeFrame(c, f) {
-		return id, fmt.Errorf("send event to connection %d: the write failed and the connection was closed", conn)
+		return fmt.Errorf("send to connection %d: the write failed and the connection was closed", conn)
 	}
-	return id, nil
+	return nil
 }
 
 // SendEventEach sends ev once on every live connection, each copy in its
