@@ -166,7 +166,9 @@ func dataErr(data any) error {
 }
 
 // onInteraction handles the Stop button. It only cancels: the turn itself
-// says in the thread who stopped it, once it has wound down.
+// says in the thread who stopped it, once it has wound down. With replicas,
+// Slack may deliver the click to one not running the turn: that one records
+// it in the store, where the running one finds it within a second.
 func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 	if cb.Type != slack.InteractionTypeBlockActions {
 		return
@@ -178,7 +180,11 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 		b.mu.Lock()
 		rt := b.running[a.Value]
 		b.mu.Unlock()
-		if rt == nil {
+		switch {
+		case rt == nil && b.rep != nil:
+			b.rep.requestStop(a.Value, cb.User.ID)
+			continue
+		case rt == nil:
 			b.log.Debug("stop clicked for a turn that is not running", "turn", a.Value, "user", cb.User.ID)
 			continue
 		}
@@ -252,7 +258,9 @@ func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
 }
 
 // hasSession reports whether a thread is one the bot takes part in: a turn
-// of it is queued or running here, or the store has its session.
+// of it is queued or running here, or the store has its session. With
+// replicas, also a thread whose first question waits or runs on another
+// replica and has stored no turn yet: its queue or lease is in the store.
 func (b *Bot) hasSession(ctx context.Context, in inbound) bool {
 	if b.queue.known(in.Key) || (b.rep != nil && b.rep.known(in.Key)) {
 		return true
@@ -262,7 +270,15 @@ func (b *Bot) hasSession(ctx context.Context, in inbound) bool {
 		b.log.Error("look up a thread's session", "thread", in.Key.String(), "err", err)
 		return false
 	}
-	return ok
+	if ok || b.rep == nil {
+		return ok
+	}
+	busy, err := b.rep.store.ThreadBusy(ctx, in.Key)
+	if err != nil {
+		b.log.Error("look for another replica's work on a thread", "thread", in.Key.String(), "err", err)
+		return false
+	}
+	return busy
 }
 
 // firstSeen dedupes Slack's redeliveries (same event_id) and the same

@@ -17,11 +17,15 @@ import (
 )
 
 // Shared is what several replicas of the bot coordinate through: the thread
-// leases and per-thread queues of a store they all use (session.Postgres;
+// leases and per-thread queues of a store they all use, the Stop clicks
+// Slack delivered to a replica not running the turn, and the work queued
+// on threads no turn of which is stored yet (session.Postgres;
 // session.Memory shares them between bots of one process, in tests).
 type Shared interface {
 	session.Leases
 	session.Queue
+	session.Stops
+	session.Activity
 }
 
 var _ Shared = session.Backend(nil)
@@ -373,6 +377,7 @@ func (r *replicas) run(d *drainer, j *job) bool {
 	}
 	d.turn.Store(j.turnID)
 	defer d.turn.Store("")
+	defer r.watchStops(j.turnID)()
 	q.running.Add(1)
 	defer q.running.Add(-1)
 	r.b.runTurn(j)
@@ -417,6 +422,65 @@ func (r *replicas) keepLease(d *drainer) (stop func()) {
 		}
 	})
 	return func() { cancel(); wg.Wait() }
+}
+
+// stopPollInterval is how often a running turn looks in the store for a
+// Stop click that Slack delivered to another replica: about as long as a
+// click takes to show. Each look is one primary-key read.
+const stopPollInterval = time.Second
+
+// watchStops stops turnID, as the button does on the replica running it,
+// once another replica recorded a click on it (see onInteraction), until
+// the returned func is called.
+func (r *replicas) watchStops(turnID string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.b.turnCtx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(stopPollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			user, err := r.store.StopRequested(ctx, turnID)
+			if err != nil {
+				if ctx.Err() == nil {
+					r.b.log.Warn("look for a Stop click from another replica; trying again", "turn", turnID, "err", err)
+				}
+				continue
+			}
+			if user == "" {
+				continue
+			}
+			r.b.mu.Lock()
+			rt := r.b.running[turnID]
+			r.b.mu.Unlock()
+			if rt != nil {
+				r.b.log.Info("stop clicked on another replica", "turn", turnID, "user", user)
+				rt.stop(user)
+			}
+			return
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+// requestStop passes a Stop click for a turn not running here to the
+// replica running it, through the store. It runs off the read loop.
+func (r *replicas) requestStop(turnID, user string) {
+	r.b.background(func(ctx context.Context) {
+		ok, err := r.store.RequestStop(ctx, turnID, user)
+		switch {
+		case err != nil:
+			r.b.log.Error("pass a Stop click to the replica running the turn; it goes on", "turn", turnID, "user", user, "err", err)
+		case ok:
+			r.b.log.Info("stop clicked for a turn running on another replica; passed on", "turn", turnID, "user", user)
+		default:
+			r.b.log.Debug("stop clicked for a turn that is not running", "turn", turnID, "user", user)
+		}
+	})
 }
 
 // letGo ends this replica's hold on the thread: what it handled leaves the

@@ -332,3 +332,160 @@ func TestReplicaStoppedHandsItsThreadOver(t *testing.T) {
 		t.Errorf("the thread was asked to ask again; the queued question is another replica's to answer:\n%s", text)
 	}
 }
+
+// Slack delivers a Stop click to any of the app's connections. One that
+// lands on the replica not running the turn is passed on through the
+// store: the running replica stops the turn as if clicked there, and the
+// thread hears who stopped it. A click on the ended turn does nothing.
+func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+		rep := readThenAnswer(r)
+		if r.last().Role == "tool" {
+			rep.Wait = hold.c()
+		}
+		return rep
+	}, nil)
+	root := p.a.slack.NextTS()
+	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> a long question", root, ""))
+	waitQuestionAnswering(t, p.a, "a long question")
+	st, err := p.a.slack.WaitFor(p.a.ctx(), func(st *slacktest.State) bool {
+		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)
+		return len(ms) == 1 && stopValue(ms[0]) != "" && strings.Count(ms[0].Text, "✓") == 2
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := st.BotMessages("C1", root, slacktest.DefaultBotID)[0]
+	click := slacktest.ButtonClick{
+		User: "U7", Channel: "C1", MessageTS: progress.TS, ThreadTS: root,
+		ActionID: stopActionID, BlockID: StopBlockID, Value: stopValue(progress), Text: "Stop",
+	}
+	env, err := p.a.slack.ClickButtonTo(p.connB, click)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.a.slack.WaitAck(p.a.ctx(), env); err != nil {
+		t.Fatal(err)
+	}
+	lines := p.a.waitTurns(1)
+	if lines[0]["outcome"] != outcomeStopped {
+		t.Errorf("turn outcome %v, want stopped", lines[0]["outcome"])
+	}
+	msgs := p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+	if len(msgs) != 2 || msgs[1].Text != "<@U7> stopped this answer." {
+		t.Fatalf("thread after Stop = %q, want the progress and who stopped it", allTexts(msgs))
+	}
+	if stopValue(msgs[0]) != "" {
+		t.Error("the Stop button is still shown after the turn ended")
+	}
+	turn, err := p.a.store.Turn(p.a.ctx(), click.Value)
+	if err != nil || turn.State != session.TurnStopped {
+		t.Errorf("stored turn = %+v, %v; want it stopped", turn, err)
+	}
+	if n := len(p.b.logLines("stop clicked for a turn running on another replica; passed on")); n != 1 {
+		t.Errorf("replica b passed %d clicks on, want 1", n)
+	}
+
+	// A late click on the ended turn, on either replica: nothing happens.
+	before := len(p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
+	for _, conn := range []int{p.connB, p.connA} {
+		env, err := p.a.slack.ClickButtonTo(conn, click)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.a.slack.WaitAck(p.a.ctx(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := p.a.ctx()
+	for len(p.b.logLines("stop clicked for a turn that is not running")) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("replica b never handled the late click")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	if after := len(p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)); after != before {
+		t.Errorf("a click on the ended turn posted %d messages", after-before)
+	}
+	if got := outcomes(p.turnLines()); !slices.Equal(got, []string{outcomeStopped}) {
+		t.Errorf("turn outcomes %v, want one stopped", got)
+	}
+}
+
+// A follow-up that lands on replica b while the thread's first question
+// still waits on replica a (for a slot: a answers one question at a time
+// here), with no turn of the thread stored yet, is taken as a question in
+// a thread the bot is in: it waits behind the first, visibly, and is
+// answered after it with the thread's memory.
+func TestReplicasFollowUpBeforeTheFirstTurnIsStored(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+		rep := readThenAnswer(r)
+		if r.question() == "Q0" && r.last().Role == "tool" {
+			rep.Wait = hold.c()
+		}
+		return rep
+	}, func(name string, c *Config) {
+		if name == "replica-a" {
+			c.MaxConcurrent = 1
+		}
+	})
+	other := p.a.slack.NextTS()
+	p.send(t, p.connA, slacktest.AppMention("C0", "U1", "<@UBOT> Q0", other, ""))
+	waitQuestionAnswering(t, p.a, "Q0") // replica a's only slot is taken
+
+	root := p.a.slack.NextTS()
+	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> Q1", root, ""))
+	p.a.waitReaction("C1", root, reactQueued)
+	key := session.Key{Team: "T1", Channel: "C1", Thread: root}
+	if _, ok, _ := p.a.store.Session(p.a.ctx(), key); ok {
+		t.Fatal("Q1's session is stored already; the case needs a thread with none")
+	}
+
+	q2 := p.a.slack.NextTS()
+	p.send(t, p.connB, slacktest.UserMessage("C1", "channel", "U1", "Q2", q2, root))
+	ctx := p.a.ctx()
+	for {
+		if m, _ := p.a.slack.Message("C1", q2); slices.Contains(m.Reactions, reactQueued) {
+			break
+		}
+		if lines := p.b.logLines("event not answered"); len(lines) > 0 {
+			t.Fatalf("replica b ignored the follow-up: %v", lines)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the follow-up on replica b was never queued")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+
+	hold.open()
+	p.a.waitReaction("C1", q2, reactDone)
+	p.waitTurns(t, 3)
+	got := answers(p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
+	if len(got) != 2 || !strings.Contains(got[0].AllText(), "to: Q1") || !strings.Contains(got[1].AllText(), "to: Q2") {
+		t.Fatalf("answers %q, want Q1's then Q2's", allTexts(got))
+	}
+	var q2req *chatRequest
+	for _, r := range p.a.ai.Requests() {
+		if r.question() == "Q2" {
+			q2req = &r
+			break
+		}
+	}
+	if q2req == nil {
+		t.Fatal("Q2 never reached the model")
+	}
+	for _, want := range []string{"Q1", "Answer** to: Q1"} {
+		if !slices.ContainsFunc(q2req.Messages, func(m chatMessage) bool { return strings.HasSuffix(strings.TrimSpace(m.Content), want) }) {
+			t.Errorf("Q2's request has no message ending in %q: the thread's memory was lost", want)
+		}
+	}
+	if n := len(p.b.logLines("turn")); n != 0 {
+		t.Errorf("replica b ran %d turns, want 0: the thread was replica a's", n)
+	}
+}
