@@ -302,3 +302,66 @@ func TestReplicaFollowUpOnTheOtherKeepsMemory(t *testing.T) {
 		t.Errorf("answers = %d, want 2", got)
 	}
 }
+
+// A Stop click that Slack delivers to the replica not running the answer
+// stops it all the same: the click goes through PostgreSQL to the replica
+// running it, which says who stopped it.
+func TestReplicaStopClickOnTheOtherStopsTheAnswer(t *testing.T) {
+	w := newReplicaWorld(t)
+	w.model.setScript(holdAfterTools)
+	a, connA := w.startReplica()
+	b, connB := w.startReplica()
+
+	root := w.slack.NextTS()
+	w.sendTo(connA, slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, ""))
+	w.waitModelRequests(2) // step 2 hangs until the turn is cancelled
+	var progress slacktest.Message
+	var turnID string
+	if _, err := w.slack.WaitFor(w.ctx(), func(st *slacktest.State) bool {
+		for _, m := range st.BotMessages("C1", root, slacktest.DefaultBotID) {
+			if id := buttonValue(m, "askrepo_stop"); id != "" {
+				progress, turnID = m, id
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("no Stop button in the thread:\n%s", w.threadText(root))
+	}
+	env, err := w.slack.ClickButtonTo(connB, slacktest.ButtonClick{
+		User: "U7", Channel: "C1", MessageTS: progress.TS, ThreadTS: root,
+		ActionID: "askrepo_stop", BlockID: "askrepo_stop", Value: turnID, Text: "Stop",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.slack.WaitAck(w.ctx(), env); err != nil {
+		t.Fatal(err)
+	}
+	w.waitLog(a, `"outcome":"stopped"`)
+	w.waitLog(b, `"msg":"stop clicked for a turn running on another replica; passed on"`)
+	if !strings.Contains(w.threadText(root), "<@U7> stopped this answer.") {
+		t.Errorf("the thread does not say who stopped the answer:\n%s", w.threadText(root))
+	}
+	var state string
+	if err := w.db.QueryRow(w.ctx(), "SELECT state FROM turns WHERE id = $1", turnID).Scan(&state); err != nil || state != "stopped" {
+		t.Errorf("stored turn state = %q, %v; want stopped", state, err)
+	}
+	if n := countIn(`"msg":"turn"`, b); n != 0 {
+		t.Errorf("replica b ran %d turns, want 0", n)
+	}
+}
+
+// buttonValue is the value of the button with actionID in m, "" if none.
+func buttonValue(m slacktest.Message, actionID string) string {
+	for _, b := range m.Blocks {
+		els, _ := b["elements"].([]any)
+		for _, e := range els {
+			if el, ok := e.(map[string]any); ok && el["action_id"] == actionID {
+				v, _ := el["value"].(string)
+				return v
+			}
+		}
+	}
+	return ""
+}
