@@ -144,3 +144,49 @@ func TestParsePorcelainLongLine(t *testing.T) {
 		t.Errorf("long line not cut: ...%s", got[len(got)-60:])
 	}
 }
+
+// TestGitBlameAcrossSecretRename: blame follows a file back through a
+// rename from a secret file, which is fine as long as what it prints is
+// the blamed file's own lines: the commits that wrote them, never the
+// secret's path or its old text.
+func TestGitBlameAcrossSecretRename(t *testing.T) {
+	repo := secretRenameFixture(t)
+	_, _, gitBlame := gitTools(t, repo.dir, GitOptions{})
+	turn := repo.sha["Turn env into a sample"]
+	add := repo.short(t, "Add env") + " Alice Example 2024-01-10\t"
+	tests := []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{name: "lines from before the rename", args: map[string]any{"path": "config/env.sample", "commit": turn},
+			want: "blame of config/env.sample at " + turn + " (" + turn[:8] + "), lines 1–6 of 6\n" +
+				"1\t" + add + "APP_NAME=shop\n" +
+				"2\t" + add + "APP_PORT=8080\n" +
+				"3\t" + add + "APP_HOST=localhost\n" +
+				"4\t" + add + "APP_MODE=prod\n" +
+				"5\t" + add + "APP_LOG=info\n" +
+				"6\t" + turn[:8] + " Alice Example 2024-01-11\tDB_PASSWORD=CHANGEME\n"},
+		{name: "a file paired with a secret only within its directory", args: map[string]any{"path": "config/defaults.txt", "start": 9},
+			want: "blame of config/defaults.txt at HEAD (" + repo.short(t, "Rotate prod password") + "), lines 9–11 of 11\n" +
+				"9\t" + add + "NOTE=draft\n" +
+				"10\t" + add + "EXTRA=1\n" +
+				"11\t" + repo.short(t, "Split defaults out") + " Carol Coder 2024-01-14\tPW=CHANGEME\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := runGitTool(t, gitBlame, tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("output:\n%s\nwant:\n%s", got, tc.want)
+			}
+			for _, s := range []string{"hunter2", "staging-secret", ".env"} {
+				if strings.Contains(got, s) {
+					t.Errorf("output has %q:\n%s", s, got)
+				}
+			}
+		})
+	}
+}

@@ -67,11 +67,18 @@ func (s *GitShow) Definition() Definition {
 }
 
 // gitDiffFlags are shared by every diff-producing call: no program from the
-// repository's config, renames found, a merge shown against its first
-// parent (what it brought in) rather than as an unreadable combined diff,
-// paths relative to the checkout and limited to it.
+// repository's config, a merge shown against its first parent (what it
+// brought in) rather than as an unreadable combined diff, paths relative to
+// the checkout and limited to it. Rename detection is chosen per commit by
+// renameFlag and always given explicitly, so the repository's diff.renames
+// (which can ask for copies) has no say.
 var gitDiffFlags = []string{"--no-color", "--no-ext-diff", "--no-textconv", "--no-show-signature", "--no-notes",
-	"--diff-merges=first-parent", "-M", "--relative"}
+	"--diff-merges=first-parent", "--relative"}
+
+// diffFlags is gitDiffFlags with the rename flag of one commit.
+func diffFlags(rename string) []string {
+	return append(append(make([]string, 0, len(gitDiffFlags)+1), gitDiffFlags...), rename)
+}
 
 // Run implements Tool.
 func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error) {
@@ -102,11 +109,16 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 		return "", err
 	}
 
+	rename, err := s.renameFlag(ctx, sha)
+	if err != nil {
+		return "", err
+	}
+
 	argv := append([]string{"show", "--date=iso",
 		// format: (not tformat:) so one blank line, not two, parts the
 		// message from the diffstat.
 		"--pretty=format:commit %H%nAuthor: %an <%ae>%nDate:   %ad%nParents: %p%n%n%B",
-		"--stat=1000,800," + strconv.Itoa(statFiles), "--stat-graph-width=20"}, gitDiffFlags...)
+		"--stat=1000,800," + strconv.Itoa(statFiles), "--stat-graph-width=20"}, diffFlags(rename)...)
 	argv = append(argv, "--end-of-options", sha, "--")
 	meta, truncated, err := s.git.output(ctx, showMetaLimit, argv...)
 	if err != nil {
@@ -119,38 +131,116 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 	if truncated {
 		fmt.Fprintf(&b, "[message and file list cut at %d KB]\n", showMetaLimit>>10)
 	}
+	if rename == noRenames {
+		b.WriteString("[a secret file was renamed or copied in this commit, so renames are listed as a deletion and an addition]\n")
+	}
 	if rel == "." {
 		b.WriteString("\n[pass path (a file from the list above) to see its diff in this commit]\n")
 		return b.String(), nil
 	}
-	if err := s.diff(ctx, &b, sha, rel); err != nil {
+	if err := s.diff(ctx, &b, sha, rel, rename); err != nil {
 		return b.String(), err
 	}
 	return b.String(), nil
 }
 
+// Rename flags for renameFlag.
+const (
+	findRenames = "-M"
+	noRenames   = "--no-renames"
+)
+
+// renameFlag decides whether the commit's diffs pair renamed files. A
+// rename or copy is diffed against its old path's content, so a pair with
+// a secret file on either side would print the secret's lines in the
+// patch, and its line counts in the diffstat; such a commit is diffed
+// without renames, each path against its own history. Other commits keep
+// the readable rename. A file list too long to read whole is taken to
+// hold such a pair.
+func (s *GitShow) renameFlag(ctx context.Context, sha string) (string, error) {
+	argv := append([]string{"show", "--format=", "--name-status", "-z"}, diffFlags(findRenames)...)
+	argv = append(argv, "--end-of-options", sha, "--")
+	out, truncated, err := s.git.output(ctx, 1<<20, argv...)
+	if err != nil {
+		return "", err
+	}
+	if truncated {
+		return noRenames, nil
+	}
+	for _, e := range parseNameStatus(out) {
+		if e.paired() && e.anyDenied(s.git.ws) {
+			return noRenames, nil
+		}
+	}
+	return findRenames, nil
+}
+
+// parseNameStatus reads the entries of `--name-status -z` output.
+func parseNameStatus(out []byte) []diffEntry {
+	toks := strings.Split(string(out), "\x00")
+	var entries []diffEntry
+	for i := 0; i < len(toks); {
+		e, used, ok := readNameStatus(toks[i:])
+		if !ok {
+			i++
+			continue
+		}
+		entries = append(entries, e)
+		i += used
+	}
+	return entries
+}
+
 // diff appends the diff of rel in commit sha. A secret file is never
-// diffed, also when rel is a directory that holds one: the commit's files
-// under rel are listed first and the secret ones left out by name.
-func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel string) error {
-	argv := append([]string{"show", "--format=", "--name-only", "-z"}, gitDiffFlags...)
+// diffed, also when rel is a directory that holds one or when a file was
+// renamed from or to one: the commit's files under rel are listed first,
+// both paths of each rename, and when a secret one is among them the
+// diff names the others one by one, so git never reads a secret's blob.
+func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename string) error {
+	argv := append([]string{"show", "--format=", "--name-status", "-z"}, diffFlags(rename)...)
 	argv = append(argv, "--end-of-options", sha, "--", literalPathspec(rel))
 	names, truncated, err := s.git.output(ctx, 1<<20, argv...)
 	if err != nil {
 		return err
 	}
-	var files, hidden []string
-	for _, n := range strings.Split(string(names), "\x00") {
-		switch {
-		case n == "":
-		case s.git.ws.Denied(n):
-			hidden = append(hidden, n)
-		default:
-			files = append(files, n)
-		}
+	entries := parseNameStatus(names)
+	if truncated && len(entries) > 0 {
+		// The last entry's path may be cut.
+		entries = entries[:len(entries)-1]
 	}
-	if truncated && len(files) > 0 {
-		files = files[:len(files)-1]
+	var files, hidden, notes []string
+	for _, e := range entries {
+		if !e.paired() {
+			if s.git.ws.Denied(e.to) {
+				hidden = append(hidden, e.to)
+			} else {
+				files = append(files, e.to)
+			}
+			continue
+		}
+		fromDenied, toDenied := s.git.ws.Denied(e.from), s.git.ws.Denied(e.to)
+		verb := "renamed"
+		if e.status == 'C' {
+			verb = "copied"
+		}
+		switch {
+		case !fromDenied && !toDenied:
+			files = append(files, e.from, e.to)
+		case fromDenied && toDenied:
+			hidden = append(hidden, e.from, e.to)
+		case fromDenied:
+			// Named alone, the new path is diffed as a new file: its
+			// own content, nothing of the secret it came from.
+			hidden = append(hidden, e.from)
+			files = append(files, e.to)
+			notes = append(notes, fmt.Sprintf("%s was %s from %s, a secret file: shown as a new file", e.to, verb, e.from))
+		default:
+			hidden = append(hidden, e.to)
+			if e.status == 'R' {
+				files = append(files, e.from)
+				notes = append(notes, fmt.Sprintf("%s was renamed to %s, a secret file: shown as a deletion", e.from, e.to))
+			}
+		}
 	}
 	short := sha[:8]
 	if len(files) == 0 && len(hidden) == 0 {
@@ -160,6 +250,9 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel string)
 	b.WriteString("\n")
 	if len(hidden) > 0 {
 		fmt.Fprintf(b, "[not shown, on the deny-list of secret files: %s]\n", strings.Join(hidden, ", "))
+	}
+	for _, n := range notes {
+		fmt.Fprintf(b, "[%s]\n", n)
 	}
 	if len(files) == 0 {
 		return nil
@@ -171,7 +264,7 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel string)
 			specs = append(specs, literalPathspec(f))
 		}
 	}
-	argv = append([]string{"show", "--format=", "--patch"}, gitDiffFlags...)
+	argv = append([]string{"show", "--format=", "--patch"}, diffFlags(rename)...)
 	argv = append(argv, "--end-of-options", sha, "--")
 	argv = append(argv, specs...)
 	patch, cut, err := s.git.output(ctx, diffMaxBytes, argv...)

@@ -217,3 +217,106 @@ func TestGitShowSubdirectoryCheckout(t *testing.T) {
 		t.Errorf("blame in a subdirectory: %v\n%s", err, got)
 	}
 }
+
+// TestGitShowNeverPairsSecretRenames: git diffs a renamed file against its
+// old path's content, so a rename from or to a secret file would print the
+// secret's lines under the public name, in the patch and as line counts in
+// the diffstat. Such pairs are split into a deletion and an addition.
+func TestGitShowNeverPairsSecretRenames(t *testing.T) {
+	repo := secretRenameFixture(t)
+	_, gitShow, _ := gitTools(t, repo.dir, GitOptions{})
+	const split = "[a secret file was renamed or copied in this commit, so renames are listed as a deletion and an addition]\n"
+	secrets := []string{"hunter2", "tiger-local-secret", "staging-secret-tiger", "prod-one", "prod-two"}
+
+	tests := []struct {
+		name     string
+		args     map[string]any
+		contains []string
+		absent   []string // on top of the secrets
+	}{
+		{name: "directory holding a rename from a secret", args: map[string]any{"commit": repo.sha["Turn env into a sample"], "path": "config"},
+			contains: []string{split,
+				" config/.env       | 6 ------\n config/env.sample | 6 ++++++\n",
+				"[not shown, on the deny-list of secret files: config/.env]\n",
+				"diff --git a/config/env.sample b/config/env.sample\nnew file mode 100644\n",
+				"+DB_PASSWORD=CHANGEME\n"},
+			absent: []string{"=>", "rename from", "similarity"}},
+		{name: "the renamed file itself", args: map[string]any{"commit": repo.sha["Turn env into a sample"], "path": "config/env.sample"},
+			contains: []string{split, "new file mode 100644\n", "+APP_NAME=shop\n", "+DB_PASSWORD=CHANGEME\n"},
+			absent:   []string{"=>", "rename from", "-DB_PASSWORD"}},
+		{name: "stat only", args: map[string]any{"commit": repo.sha["Turn env into a sample"]},
+			contains: []string{split, " 2 files changed, 6 insertions(+), 6 deletions(-)\n"},
+			absent:   []string{"=>", " 1 file changed"}},
+		{name: "a rename between public files is still one", args: map[string]any{"commit": repo.sha["Rename app config"], "path": "config"},
+			contains: []string{" config/{app.yaml => settings.yaml} | 0\n", "rename from config/app.yaml\nrename to config/settings.yaml\n"},
+			absent:   []string{split, "not shown"}},
+		{name: "rename to a secret shows the public side as deleted", args: map[string]any{"commit": repo.sha["Promote sample to local secret"], "path": "config"},
+			contains: []string{split,
+				"[not shown, on the deny-list of secret files: config/.env.local]\n",
+				"deleted file mode 100644\n", "-DB_PASSWORD=CHANGEME\n"},
+			absent: []string{"=>", "rename to", "+DB_PASSWORD"}},
+		{name: "pair found only within the directory", args: map[string]any{"commit": repo.sha["Split defaults out"], "path": "config"},
+			contains: []string{" notes/draft.txt => config/defaults.txt | 1 +\n",
+				"[not shown, on the deny-list of secret files: config/.env.staging]\n",
+				"[config/defaults.txt was renamed from config/.env.staging, a secret file: shown as a new file]\n",
+				"new file mode 100644\n", "+PW=CHANGEME\n"},
+			absent: []string{split, "rename from", "-PW"}},
+		{name: "pair to a secret found only within the directory", args: map[string]any{"commit": repo.sha["Move template out"], "path": "config"},
+			contains: []string{" {config => other}/template.txt | 0\n",
+				"[not shown, on the deny-list of secret files: config/.env.dev]\n",
+				"[config/template.txt was renamed to config/.env.dev, a secret file: shown as a deletion]\n",
+				"deleted file mode 100644\n", "-NOTE=template\n"},
+			absent: []string{split, "rename to", "+PW", "dev-secret-lynx"}},
+		{name: "commit touching only a secret file: stat", args: map[string]any{"commit": repo.sha["Rotate prod password"]},
+			contains: []string{" config/.env.prod | 2 +-\n", " 1 file changed, 1 insertion(+), 1 deletion(-)\n"},
+			absent:   []string{"diff --git"}},
+		{name: "commit touching only a secret file: its directory", args: map[string]any{"commit": repo.sha["Rotate prod password"], "path": "config"},
+			contains: []string{"\n\n[not shown, on the deny-list of secret files: config/.env.prod]\n"},
+			absent:   []string{"diff --git", "@@"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := runGitTool(t, gitShow, tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(got, s) {
+					t.Errorf("output lacks %q:\n%s", s, got)
+				}
+			}
+			for _, s := range append(tc.absent, secrets...) {
+				if strings.Contains(got, s) {
+					t.Errorf("output has %q:\n%s", s, got)
+				}
+			}
+		})
+	}
+}
+
+// TestGitShowIgnoresRepositoryRenameConfig: diff.renames=copies in the
+// repository's own config would pair a new file with a secret it was
+// copied from; the rename flag is always given on the command line.
+func TestGitShowIgnoresRepositoryRenameConfig(t *testing.T) {
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histGit(t, dir, nil, "config", "diff.renames", "copies")
+	histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add env", write: map[string]string{"config/.env": envSecret}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Copy env to a sample", write: map[string]string{
+			"config/.env": envSecret + "EXTRA=1\n", "config/env.sample": envSample}},
+	})
+	_, gitShow, _ := gitTools(t, dir, GitOptions{})
+	got, err := runGitTool(t, gitShow, map[string]any{"path": "config"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"hunter2", "copy from", "=>"} {
+		if strings.Contains(got, s) {
+			t.Errorf("output has %q:\n%s", s, got)
+		}
+	}
+	if !strings.Contains(got, "+DB_PASSWORD=CHANGEME\n") {
+		t.Errorf("the sample's own diff is missing:\n%s", got)
+	}
+}

@@ -105,6 +105,59 @@ func histFixture(t testing.TB) histRepo {
 	})}
 }
 
+// Contents of secretRenameFixture. envSecret and stagingSecret hold the
+// values no tool may ever give away; each public file is most of a secret
+// one, so git pairs them as a rename.
+var (
+	envLines      = "APP_NAME=shop\nAPP_PORT=8080\nAPP_HOST=localhost\nAPP_MODE=prod\nAPP_LOG=info\n"
+	envSecret     = envLines + "DB_PASSWORD=hunter2-very-secret\n"
+	envSample     = envLines + "DB_PASSWORD=CHANGEME\n"
+	envLocal      = envLines + "DB_PASSWORD=tiger-local-secret\n"
+	stagingShared = "KEY_1=one\nKEY_2=two\nKEY_3=three\nKEY_4=four\nKEY_5=five\nKEY_6=six\nKEY_7=seven\nKEY_8=eight\n"
+	stagingSecret = stagingShared + "PW=staging-secret-tiger\n"
+	draftNotes    = stagingShared + "NOTE=draft\nEXTRA=1\n"
+	defaultsText  = draftNotes + "PW=CHANGEME\n"
+	templateText  = stagingShared + "NOTE=template\n"
+	devSecret     = stagingShared + "PW=dev-secret-lynx\n"
+)
+
+// secretRenameFixture builds a history in which secret files turn into
+// public ones and back, the way a repository ends up with an env.sample:
+//
+//	Add env                        config/.env, config/.env.staging, config/.env.prod, config/app.yaml, notes/draft.txt
+//	Turn env into a sample         config/.env -> config/env.sample, the password blanked
+//	Rename app config              config/app.yaml -> config/settings.yaml (no secret involved)
+//	Promote sample to local secret config/env.sample -> config/.env.local, a password set
+//	Split defaults out             -notes/draft.txt, -config/.env.staging, +config/defaults.txt
+//	Move template out              config/template.txt -> other/template.txt, +config/.env.dev
+//	Rotate prod password           config/.env.prod only
+//
+// In "Split defaults out" config/defaults.txt is closest to
+// notes/draft.txt, so the whole commit pairs those two; limited to config/
+// git pairs it with config/.env.staging instead. In "Move template out"
+// the whole commit pairs the two templates; limited to config/ git pairs
+// config/template.txt with config/.env.dev.
+func secretRenameFixture(t testing.TB) histRepo {
+	t.Helper()
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	return histRepo{dir: dir, sha: histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add env", write: map[string]string{
+			"config/.env": envSecret, "config/.env.staging": stagingSecret, "config/.env.prod": "PW=prod-one\n",
+			"config/app.yaml": "port: 8080\nhost: localhost\n", "notes/draft.txt": draftNotes, "config/template.txt": templateText}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Turn env into a sample",
+			remove: []string{"config/.env"}, write: map[string]string{"config/env.sample": envSample}},
+		{who: bob, date: "2024-01-12T10:00:00+00:00", msg: "Rename app config", rename: [2]string{"config/app.yaml", "config/settings.yaml"}},
+		{who: bob, date: "2024-01-13T10:00:00+00:00", msg: "Promote sample to local secret",
+			remove: []string{"config/env.sample"}, write: map[string]string{"config/.env.local": envLocal}},
+		{who: carol, date: "2024-01-14T10:00:00+00:00", msg: "Split defaults out",
+			remove: []string{"notes/draft.txt", "config/.env.staging"}, write: map[string]string{"config/defaults.txt": defaultsText}},
+		{who: carol, date: "2024-01-15T10:00:00+00:00", msg: "Move template out", remove: []string{"config/template.txt"},
+			write: map[string]string{"other/template.txt": templateText, "config/.env.dev": devSecret}},
+		{who: carol, date: "2024-01-16T10:00:00+00:00", msg: "Rotate prod password", write: map[string]string{"config/.env.prod": "PW=prod-two\n"}},
+	})}
+}
+
 // histCommits makes the commits in order and returns subject -> sha.
 func histCommits(t testing.TB, dir string, commits []histCommit) map[string]string {
 	t.Helper()
