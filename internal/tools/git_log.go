@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -68,8 +67,9 @@ func (l *GitLog) Definition() Definition {
 	return Definition{Name: GitLogName, Description: strings.TrimSpace(gitLogDescription), Parameters: gitLogSchema}
 }
 
-// logRecordStart and logFieldSep frame each commit in git's output; the
-// names --name-only adds follow a record's first line.
+// logRecordStart and logFieldSep frame each commit in git's output, which
+// -z ends with NUL; the entries --name-status adds follow it, NUL-separated
+// too, so no file name can pass for a record or a second entry.
 const (
 	logRecordStart = "\x1e"
 	logFieldSep    = "\x1f"
@@ -114,7 +114,7 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 	follow := rel != "." && !l.isDir(rel)
 
 	// One more than asked for tells whether older commits exist.
-	argv := []string{"log", "-n", strconv.Itoa(limit + 1), "--abbrev=8", "--date=short", logFormat,
+	argv := []string{"log", "-z", "-n", strconv.Itoa(limit + 1), "--abbrev=8", "--date=short", logFormat,
 		"--no-show-signature", "--no-notes", "--no-textconv", "--no-ext-diff", "--no-color"}
 	if args.Grep != "" || args.Author != "" {
 		argv = append(argv, "--fixed-strings", "--regexp-ignore-case")
@@ -129,9 +129,14 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 		argv = append(argv, "--since="+strings.TrimSpace(args.Since))
 	}
 	if args.Pickaxe != "" {
-		// With -S, --name-only names just the files where the string
-		// changed, which is what the deny-list filter below needs.
-		argv = append(argv, "-S"+args.Pickaxe, "--name-only", "--relative")
+		// With -S, --name-status names just the files where the string
+		// changed, with both paths of a rename: a renamed file's count is
+		// compared with its old path's, so a rename from a secret file is
+		// a hit on the secret. The deny-list filter below needs both.
+		// Names stay relative to the top of the repository: --follow
+		// crosses out of a checkout below the top, and --relative would
+		// then cut the outside path into a meaningless one.
+		argv = append(argv, "-S"+args.Pickaxe, "--name-status")
 	}
 	if follow {
 		argv = append(argv, "--follow")
@@ -155,7 +160,7 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 	}
 	commits := parseLog(out, truncated)
 	if args.Pickaxe != "" {
-		commits = l.dropDenied(commits)
+		commits = l.dropDenied(commits, prefix)
 	}
 	return renderLog(args, rel, follow, limit, commits), nil
 }
@@ -174,45 +179,60 @@ func (l *GitLog) isDir(rel string) bool {
 
 type logCommit struct {
 	sha, date, author, subject string
-	files                      []string
+	files                      []diffEntry
 }
 
+// parseLog reads the -z output of git log: each record is logRecordStart,
+// the fields, NUL, then any --name-status entries.
 func parseLog(out []byte, truncated bool) []logCommit {
-	records := bytes.Split(out, []byte(logRecordStart))
-	if truncated && len(records) > 0 {
-		records = records[:len(records)-1] // the last one may be cut
-	}
+	toks := strings.Split(string(out), "\x00")
 	var commits []logCommit
-	for _, rec := range records {
-		if len(bytes.TrimSpace(rec)) == 0 {
-			continue
-		}
-		lines := strings.Split(strings.TrimRight(string(rec), "\n"), "\n")
-		fields := strings.SplitN(lines[0], logFieldSep, 4)
-		if len(fields) != 4 {
-			continue
-		}
-		c := logCommit{sha: fields[0], date: fields[1], author: fields[2], subject: fields[3]}
-		for _, f := range lines[1:] {
-			if f != "" {
-				c.files = append(c.files, f)
+	cur := -1 // the commit entries belong to; -1 after a malformed record
+	for i := 0; i < len(toks); {
+		if rec, ok := strings.CutPrefix(strings.TrimPrefix(toks[i], "\n"), logRecordStart); ok {
+			i++
+			cur = -1
+			fields := strings.SplitN(rec, logFieldSep, 4)
+			if len(fields) != 4 {
+				continue
 			}
+			commits = append(commits, logCommit{sha: fields[0], date: fields[1], author: fields[2], subject: fields[3]})
+			cur = len(commits) - 1
+			continue
 		}
-		commits = append(commits, c)
+		e, used, ok := readNameStatus(toks[i:])
+		if !ok {
+			i++
+			continue
+		}
+		if cur >= 0 {
+			commits[cur].files = append(commits[cur].files, e)
+		}
+		i += used
+	}
+	if truncated && len(commits) > 0 {
+		commits = commits[:len(commits)-1] // the last one may be cut
 	}
 	return commits
 }
 
-// dropDenied removes pickaxe hits that were only in secret files, which
-// the excludes given to git miss when --follow allows no other pathspec.
-// They are dropped without a word: a note would itself say that the
-// string was in a secret file.
-func (l *GitLog) dropDenied(commits []logCommit) []logCommit {
+// dropDenied removes pickaxe hits that were only in secret files or
+// outside the checkout, which the excludes given to git miss when --follow
+// allows no other pathspec (and crosses out of a checkout below the top of
+// its repository, prefix) or a deny pattern has no pathspec form. A hit in
+// a file renamed from or to such a file is a hit in it: git counted the
+// string on both sides. These commits are dropped without a word: a note
+// would itself say where the string was.
+func (l *GitLog) dropDenied(commits []logCommit, prefix string) []logCommit {
+	shown := func(name string) bool {
+		rel, ok := strings.CutPrefix(name, prefix)
+		return ok && !l.git.ws.Denied(rel)
+	}
 	kept := commits[:0]
 	for _, c := range commits {
 		visible := len(c.files) == 0
 		for _, f := range c.files {
-			if !l.git.ws.Denied(f) {
+			if shown(f.to) && (!f.paired() || shown(f.from)) {
 				visible = true
 				break
 			}

@@ -188,3 +188,77 @@ func TestGitLogSubdirectoryCheckout(t *testing.T) {
 		t.Errorf("path above the checkout: error = %v, want ErrOutside", err)
 	}
 }
+
+// TestGitLogPickaxeThroughSecretRenames: git counts a pickaxe string on
+// both sides of a rename, so a hit on a file renamed from or to a secret
+// file says whether the secret held the string. Such hits are dropped, and
+// a right guess and a wrong one get the same answer.
+func TestGitLogPickaxeThroughSecretRenames(t *testing.T) {
+	repo := secretRenameFixture(t)
+	gitLog, _, _ := gitTools(t, repo.dir, GitOptions{})
+	// Below the top of the repository, --follow leaves the checkout:
+	// config/defaults.txt came from notes/draft.txt.
+	subLog, _, _ := gitTools(t, repo.dir+"/config", GitOptions{})
+
+	// A deny pattern git's pathspecs cannot express is only caught by
+	// the names git reports, both of a rename's.
+	braces := t.TempDir()
+	histGit(t, braces, nil, "init", "-q")
+	histCommits(t, braces, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add secret", write: map[string]string{"config/secret.txt": envLines + "TOKEN=brace-secret\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Publish it blanked", remove: []string{"config/secret.txt"},
+			write: map[string]string{"config/public.txt": envLines + "TOKEN=\n"}},
+		// git quotes a name with a tab unless -z is given, and a quoted
+		// name matches no deny pattern.
+		{who: alice, date: "2024-01-12T10:00:00+00:00", msg: "Add tabbed secret", write: map[string]string{"config/.env.a\tb": envLines + "KEY=tab-secret\n"}},
+		{who: alice, date: "2024-01-13T10:00:00+00:00", msg: "Publish it too", remove: []string{"config/.env.a\tb"},
+			write: map[string]string{"config/tabbed.txt": envLines + "KEY=\n"}},
+	})
+	bracesLog := NewGitLog(wsNew(t, braces, WorkspaceOptions{Deny: []string{"config/{secret,private}.txt"}}), GitOptions{})
+
+	none := func(where string) string {
+		return "no commits: " + where + ". grep searches commit messages, pickaxe searches the code a commit added or removed, author matches part of a name or email; loosen a filter, or check the path with glob.\n"
+	}
+	tests := []struct {
+		name string
+		tool Tool
+		args map[string]any
+		want string
+	}{
+		{name: "followed into a secret, right guess", tool: gitLog, args: map[string]any{"pickaxe": "hunter2-very-secret", "path": "config/env.sample"},
+			want: none(`path config/env.sample (following renames), adds or removes "hunter2-very-secret"`)},
+		{name: "followed into a secret, wrong guess", tool: gitLog, args: map[string]any{"pickaxe": "wrong-guess", "path": "config/env.sample"},
+			want: none(`path config/env.sample (following renames), adds or removes "wrong-guess"`)},
+		{name: "whole history", tool: gitLog, args: map[string]any{"pickaxe": "hunter2-very-secret"},
+			want: none(`adds or removes "hunter2-very-secret"`)},
+		{name: "directory", tool: gitLog, args: map[string]any{"pickaxe": "staging-secret-tiger", "path": "config"},
+			want: none(`path config, adds or removes "staging-secret-tiger"`)},
+		{name: "a hit on the public side alone is kept", tool: gitLog, args: map[string]any{"pickaxe": "CHANGEME", "path": "config/env.sample"},
+			want: "1 commit: path config/env.sample (following renames), adds or removes \"CHANGEME\", newest first\n" +
+				repo.short(t, "Promote sample to local secret") + " 2024-01-13 Bob Builder\tPromote sample to local secret\n"},
+		{name: "a rename between public files is a hit", tool: gitLog, args: map[string]any{"pickaxe": "PW=CHANGEME", "path": "config/defaults.txt"},
+			want: "1 commit: path config/defaults.txt (following renames), adds or removes \"PW=CHANGEME\", newest first\n" +
+				repo.short(t, "Split defaults out") + " 2024-01-14 Carol Coder\tSplit defaults out\n"},
+		{name: "followed out of a checkout below the top", tool: subLog, args: map[string]any{"pickaxe": "PW=CHANGEME", "path": "defaults.txt"},
+			want: none(`path defaults.txt (following renames), adds or removes "PW=CHANGEME"`)},
+		{name: "deny pattern without a pathspec form, whole history", tool: bracesLog, args: map[string]any{"pickaxe": "brace-secret"},
+			want: none(`adds or removes "brace-secret"`)},
+		{name: "deny pattern without a pathspec form, directory", tool: bracesLog, args: map[string]any{"pickaxe": "brace-secret", "path": "config"},
+			want: none(`path config, adds or removes "brace-secret"`)},
+		{name: "deny pattern without a pathspec form, followed", tool: bracesLog, args: map[string]any{"pickaxe": "brace-secret", "path": "config/public.txt"},
+			want: none(`path config/public.txt (following renames), adds or removes "brace-secret"`)},
+		{name: "secret with a tab in its name, followed", tool: bracesLog, args: map[string]any{"pickaxe": "tab-secret", "path": "config/tabbed.txt"},
+			want: none(`path config/tabbed.txt (following renames), adds or removes "tab-secret"`)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := runGitTool(t, tc.tool, tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("output:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
