@@ -211,7 +211,9 @@ func TestTokenOverHTTP(t *testing.T) {
 func TestSSHKey(t *testing.T) {
 	bin := t.TempDir()
 	argsLog := filepath.Join(bin, "ssh.log")
-	script := "#!/bin/sh\nprintf '[%s]' \"$@\" >> '" + argsLog + "'\necho >> '" + argsLog + "'\necho 'ssh: connect to host refused' >&2\nexit 255\n"
+	// Both repositories clone at once: each call appends its record in one
+	// write, so the two records cannot interleave.
+	script := "#!/bin/sh\nline=$(printf '[%s]' \"$@\")\nprintf '%s\\n' \"$line\" >> '" + argsLog + "'\necho 'ssh: connect to host refused' >&2\nexit 255\n"
 	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
