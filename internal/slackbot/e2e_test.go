@@ -3,6 +3,7 @@ package slackbot
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -757,5 +758,71 @@ func TestBareMentionGetsAHintNotAModelCall(t *testing.T) {
 	}
 	if n := len(h.ai.Requests()); n != 0 {
 		t.Errorf("model got %d requests for an empty question", n)
+	}
+}
+
+// A finished turn leaves no Stop button in the thread, whatever its number
+// of calls. The counts are those where a message spills over (49, 50, 98,
+// 99, 100): the final render, without the button, must still reach every
+// message that carried it while running.
+func TestFinishedTurnLeavesNoStopButton(t *testing.T) {
+	for _, n := range []int{49, 50, 98, 99, 100} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			per := 2
+			if n > 50 {
+				per = 4 // stay within the default step limit
+			}
+			step := 0
+			g := newGate()
+			t.Cleanup(g.open)
+			script := func(r chatRequest) fakeReply {
+				step++
+				done := per * (step - 1)
+				if done >= n {
+					return fakeReply{Content: "done", Wait: g.c()}
+				}
+				var calls []fakeCall
+				for k := 0; k < per && done+k < n; k++ {
+					calls = append(calls, fakeCall{"list_files", fmt.Sprintf(`{"path":"p%d"}`, done+k)})
+				}
+				return fakeReply{Calls: calls}
+			}
+			h := newHarness(t, harnessOpts{script: script, cfg: func(c *Config) { c.TurnTimeout = 0 }})
+			ts := h.mention("C1", "q", "")
+			// The running render shows every call (and the button) while
+			// the model's last request waits.
+			if _, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+				calls := 0
+				for _, m := range st.Thread("C1", ts) {
+					for _, b := range m.Blocks {
+						if id, _ := b["block_id"].(string); strings.HasPrefix(id, "askrepo_call_") {
+							calls++
+						}
+					}
+				}
+				return calls >= n
+			}); err != nil {
+				t.Fatal(err)
+			}
+			g.open()
+			h.waitTurns(1)
+			calls := 0
+			for _, m := range h.slack.Thread("C1", ts) {
+				if m.TS == ts || slices.Contains(m.BlockTypes(), "markdown") {
+					continue
+				}
+				if slices.Contains(m.BlockTypes(), "actions") {
+					t.Errorf("progress message %s still has a Stop button after the answer (%d blocks)", m.TS, len(m.Blocks))
+				}
+				for _, b := range m.Blocks {
+					if id, _ := b["block_id"].(string); strings.HasPrefix(id, "askrepo_call_") {
+						calls++
+					}
+				}
+			}
+			if calls != n {
+				t.Errorf("the thread shows %d call lines, want %d", calls, n)
+			}
+		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slack-go/slack"
+
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/session"
@@ -59,8 +61,9 @@ type progress struct {
 	finished chan struct{}
 	once     sync.Once
 
-	sent []string // owned by the writer: JSON of each posted message
-	ts   []string // owned by the writer: ts of each posted message
+	sent []string   // owned by the writer: JSON of each posted message
+	ts   []string   // owned by the writer: ts of each posted message
+	out  []Outgoing // owned by the writer: each posted message as sent
 }
 
 var _ agent.Observer = (*progress)(nil)
@@ -248,7 +251,17 @@ func (p *progress) flush(final bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.b.turnCtx), time.Minute)
 	defer cancel()
 	ch, thread := p.in.Key.Channel, p.in.Key.Thread
-	for i, m := range ProgressMessages(lines, opts) {
+	msgs := ProgressMessages(lines, opts)
+	if final {
+		// Rendering splits the same way with and without the button, so
+		// this finds nothing; should that ever change, a posted message
+		// the final render no longer covers would keep a live Stop button
+		// under the answer.
+		for i := len(msgs); i < len(p.out); i++ {
+			msgs = append(msgs, withoutActions(p.out[i]))
+		}
+	}
+	for i, m := range msgs {
 		js, err := json.Marshal(m)
 		if err != nil {
 			p.b.log.Error("render a progress message", "err", err)
@@ -262,7 +275,7 @@ func (p *progress) flush(final bool) {
 				p.b.log.Error("update a progress message", "thread", p.in.Key.String(), "turn", p.turnID, "err", err)
 				continue
 			}
-			p.sent[i] = string(js)
+			p.sent[i], p.out[i] = string(js), m
 			continue
 		}
 		ts, err := p.b.poster.Post(ctx, ch, thread, m)
@@ -275,5 +288,12 @@ func (p *progress) flush(final bool) {
 		}
 		p.ts = append(p.ts, ts)
 		p.sent = append(p.sent, string(js))
+		p.out = append(p.out, m)
 	}
+}
+
+// withoutActions is m without its Stop button.
+func withoutActions(m Outgoing) Outgoing {
+	m.Blocks = slices.DeleteFunc(slices.Clone(m.Blocks), func(b slack.Block) bool { return b.BlockType() == slack.MBTAction })
+	return m
 }

@@ -101,10 +101,11 @@ func ProgressMessages(lines []CallLine, opts ProgressOptions) []Outgoing {
 		}
 		msgs = append(msgs, Outgoing{Text: clipLines(strings.Join(text, "\n"), maxFallbackChars), Blocks: blocks})
 	}
-	room := maxBlocksPerMessage
-	if stop {
-		room-- // every message keeps a slot for the button; only the last uses it
-	}
+	// Every message keeps a slot for the button, only the last uses it, and
+	// the slot is kept without a button too: a turn's final render (no
+	// button) then splits its calls exactly as the running ones did, so the
+	// final edit reaches every message that once carried the button.
+	room := maxBlocksPerMessage - 1
 	start()
 	for i, l := range lines {
 		if len(blocks) == room {

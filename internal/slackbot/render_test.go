@@ -367,3 +367,26 @@ func BenchmarkAnswerMessages(b *testing.B) {
 		AnswerMessages(huge, Footer{Steps: 1})
 	}
 }
+
+// The running render (with the Stop button) and the final one (without)
+// split the calls at the same places, so the final edit of a turn reaches
+// every message that once carried the button.
+func TestProgressMessagesSplitSameWithAndWithoutButton(t *testing.T) {
+	for _, n := range []int{1, 48, 49, 50, 51, 97, 98, 99, 100, 147, 148, 149, 150} {
+		lines := make([]CallLine, n)
+		for i := range lines {
+			lines[i] = CallLine{Name: "read_file", Args: fmt.Sprintf(`{"path":"f%d"}`, i), State: CallOK}
+		}
+		running := ProgressMessages(lines, ProgressOptions{StopActionID: "askrepo_stop", StopValue: "t1"})
+		final := ProgressMessages(lines, ProgressOptions{})
+		if len(running) != len(final) {
+			t.Errorf("%d calls: %d messages while running, %d when finished; want the same", n, len(running), len(final))
+			continue
+		}
+		for i := range final {
+			if got, want := len(final[i].Blocks), len(running[i].Blocks); i < len(final)-1 && got != want || i == len(final)-1 && got != want-1 {
+				t.Errorf("%d calls, message %d: %d blocks finished, %d running; want the same calls in each", n, i, got, want)
+			}
+		}
+	}
+}
