@@ -205,7 +205,18 @@ func (b *Bot) intakeLoop(ctx context.Context) {
 	}
 }
 
+// admitTimeout bounds the store calls that admit one event.
+const admitTimeout = 5 * time.Second
+
+// admit decides whether an acked event becomes a turn and queues it. Its
+// store calls do not follow ctx's cancellation: at shutdown the intake
+// still admits what Slack already delivered (and was acked), so a
+// follow-up is found to belong to its thread and reaches the queue, which
+// tells the thread to ask again or, with replicas, keeps it in the store
+// for another replica. admitTimeout bounds each event instead.
 func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), admitTimeout)
+	defer cancel()
 	team := qe.api.TeamID
 	var eventID string
 	if cb, ok := qe.api.Data.(*slackevents.EventsAPICallbackEvent); ok {

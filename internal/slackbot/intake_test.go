@@ -1,0 +1,90 @@
+package slackbot
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+)
+
+// silentAnswerer is an Answerer that is never asked: these tests stop at
+// the dispatcher.
+type silentAnswerer struct{}
+
+func (silentAnswerer) Run(context.Context, []llm.Message, llm.Message, agent.Observer) (agent.Turn, error) {
+	return agent.Turn{}, nil
+}
+
+// At shutdown Run cancels the intake's context while acked events may still
+// be queued for admission. They are admitted all the same: a follow-up in a
+// thread with a session reaches the dispatcher, whose reject tells the
+// thread to ask again, instead of failing its store look-ups on the
+// cancelled context and being dropped as "no session".
+func TestAdmitAfterShutdownStillQueuesFollowUp(t *testing.T) {
+	st, err := session.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "s.db"), session.SQLiteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	key := session.Key{Team: "T1", Channel: "C1", Thread: "100.000100"}
+	if err := st.StartTurn(context.Background(), session.Turn{ID: "t1", Key: key, State: session.TurnRunning, MsgTS: key.Thread, Started: time.Now()}, "r", llm.Message{Role: llm.RoleUser, Content: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EndTurn(context.Background(), "t1", session.TurnDone, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		ts       string
+		shutdown bool // intake context cancelled and dispatcher closed
+	}{
+		{"running", "100.000300", false},
+		{"shutting down", "100.000400", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, Answerer: silentAnswerer{}, Store: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.self = identity{UserID: "UBOT", TeamID: "T1"}
+			var mu sync.Mutex
+			var ran, rejected []string
+			b.queue.run = func(j *job) { mu.Lock(); ran = append(ran, j.in.TS); mu.Unlock() }
+			b.queue.reject = func(j *job) { mu.Lock(); rejected = append(rejected, j.in.TS); mu.Unlock() }
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.shutdown {
+				cancel()
+				b.queue.close()
+			}
+			b.admit(ctx, queuedEvent{api: slackevents.EventsAPIEvent{
+				TeamID: "T1",
+				Data:   &slackevents.EventsAPICallbackEvent{EventID: "Ev" + tc.ts, TeamID: "T1"},
+				InnerEvent: slackevents.EventsAPIInnerEvent{Type: "message", Data: &slackevents.MessageEvent{
+					Channel: "C1", ChannelType: "channel", User: "U1", Text: "and then?", TimeStamp: tc.ts, ThreadTimeStamp: key.Thread,
+				}},
+			}})
+			b.queue.close()
+			b.queue.wait()
+			mu.Lock()
+			defer mu.Unlock()
+			// Running, the job may start or be rejected by the close
+			// below; either way it reached the dispatcher.
+			reached := append(append([]string(nil), ran...), rejected...)
+			if tc.shutdown {
+				reached = rejected
+			}
+			if len(reached) != 1 || reached[0] != tc.ts {
+				t.Errorf("follow-up %s: run %v, rejected %v; want it to reach the dispatcher (rejected at shutdown, which tells the thread to ask again)", tc.ts, ran, rejected)
+			}
+		})
+	}
+}
