@@ -124,6 +124,10 @@ func TestScrub(t *testing.T) {
 		"password p4ssw0rd/x rejected":                                        "password [redacted] rejected",
 		"header " + base64.StdEncoding.EncodeToString([]byte("u:p4ssw0rd/x")): "header [redacted]",
 		"ssh://git@h.example/r.git is fine":                                   "ssh://git@h.example/r.git is fine",
+		// URL parsers split user info at the last '@', so all of it goes.
+		"fatal: 'http://bob:p@ss@example.com/x.git' failed": "fatal: 'http://bob:[redacted]@example.com/x.git' failed",
+		"https://a:b:c@d@h.example/r.git":                   "https://a:[redacted]@h.example/r.git",
+		"https://h.example:8443/r.git":                      "https://h.example:8443/r.git",
 	} {
 		if got := a.scrub(in); got != want {
 			t.Errorf("scrub(%q) = %q, want %q", in, got, want)

@@ -49,10 +49,14 @@ func cleanRemote(raw string) (remote, user, password string) {
 	return u.String(), user, password
 }
 
-// redactURL is raw fit for a message: a password in it is replaced.
-func redactURL(raw string) string { return userinfoRE.ReplaceAllString(raw, "${1}:[redacted]@") }
+// redactURL is raw fit for a message: a password in it is replaced, up to
+// the last '@' of the authority: a password may hold an unescaped '@', and
+// URL parsers split user info at the last one.
+func redactURL(raw string) string {
+	return userinfoRE.ReplaceAllString(raw, "${1}:[redacted]@")
+}
 
-var userinfoRE = regexp.MustCompile(`(://[^/\s:@]*):[^/\s@]*@`)
+var userinfoRE = regexp.MustCompile(`(://[^/\s:]*?):[^/\s]*@`)
 
 // newAuth gathers the credentials of a url spec from the environment. A
 // named variable that is unset, or a key file that is missing, is an error
