@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/llm"
 )
 
 // DefaultSystemPrompt tells the model what it is and how to work. It is
@@ -53,7 +55,7 @@ func ContextPreamble(repoName, commit string, now time.Time, user string) string
 // noteTag starts every message the loop itself adds in the user role, so the
 // model does not take it for the person's words, and Resume can tell it from
 // the question that started the turn.
-const noteTag = "[note from askrepo, not from the user] "
+const noteTag = llm.NoteTag
 
 func maxStepsNote(maxSteps int) string {
 	return fmt.Sprintf("%sThe limit of %d steps for this question is reached and tools are no longer available. Answer now with what you have found so far, and say briefly what you could not verify.", noteTag, maxSteps)

@@ -198,12 +198,16 @@ func elideToolResults(msgs []llm.Message, from, to, target int, est func([]llm.M
 	return false
 }
 
-// turnStarts returns the index of each user message: a turn runs from one to
-// the next.
+// turnStarts returns the index of each question: a turn runs from one to
+// the next. The loop's own notes (llm.NoteTag, "the step limit is reached,
+// answer now") are user messages too, but they belong to the turn they
+// interrupt: counting them as turns would make the turn being answered look
+// finished, so its tool work would be elided, dropped or summarised while
+// the model still needs it for the answer.
 func turnStarts(msgs []llm.Message) []int {
 	var starts []int
 	for i, m := range msgs {
-		if m.Role == llm.RoleUser {
+		if llm.IsQuestion(m) {
 			starts = append(starts, i)
 		}
 	}
@@ -262,6 +266,8 @@ func summariseTurns(msgs []llm.Message, target int, est func([]llm.Message) int)
 						lines = append(lines, l)
 					}
 				}
+			case llm.IsNote(m):
+				// The loop talking to the model, not a question.
 			case m.Role == llm.RoleUser:
 				lines = append(lines, "- Q: "+firstLine(m.Content, 200))
 			case m.Role == llm.RoleAssistant && len(m.ToolCalls) == 0 && m.Content != "":

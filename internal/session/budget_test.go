@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -197,6 +198,50 @@ func TestCompact(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:     "a loop note does not end the turn it interrupts",
+			history:  withNotedTurn(fixture(3, 30, 4, 40), 3, 4),
+			budget:   func(total int) int { return total / 2 },
+			verbatim: true,
+			check: func(t *testing.T, in, out []llm.Message) {
+				// The step-limit note asks for the answer now: the tool work
+				// of the turn it interrupts is what the answer is made from.
+				cur := currentQuestion(t, out)
+				if d := cmp.Diff(in[currentQuestion(t, in):], out[cur:]); d != "" {
+					t.Errorf("the interrupted turn changed (-want +got):\n%s", d)
+				}
+			},
+		},
+		{
+			name: "summarising stops at the turn a note interrupts and lists no note as a question",
+			history: func() []llm.Message {
+				h := fixture(3, 1, 10, 3000)
+				// An earlier turn that ended on the step limit too.
+				h = slices.Insert(h, 4, llm.Message{Role: llm.RoleUser, Content: llm.NoteTag + "The limit of 1 steps is reached. Answer now."})
+				return withNotedTurn(h, 6, 300)
+			}(),
+			budget:    func(total int) int { return 2000 },
+			summarise: true,
+			check: func(t *testing.T, in, out []llm.Message) {
+				if strings.Contains(out[0].Content, llm.NoteTag) {
+					t.Errorf("the summary lists a loop note as a question:\n%s", out[0].Content)
+				}
+				cur := currentQuestion(t, out)
+				if got := out[cur].Content; got != in[currentQuestion(t, in)].Content {
+					t.Errorf("current question = %q; want it verbatim", got)
+				}
+				calls := 0
+				for _, m := range out[cur:] {
+					calls += len(m.ToolCalls)
+				}
+				if calls != 6 {
+					t.Errorf("the interrupted turn keeps %d tool calls; want all 6", calls)
+				}
+				if last := out[len(out)-1]; !llm.IsNote(last) {
+					t.Errorf("last message = %q; want the note", last.Content)
+				}
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -232,6 +277,36 @@ func TestCompact(t *testing.T) {
 			tc.check(t, in, out)
 		})
 	}
+}
+
+// withNotedTurn appends a current turn that is being finished after the
+// step limit: its question, calls tool steps with resultLines-line results,
+// no answer yet, then the loop's note asking for one.
+func withNotedTurn(h []llm.Message, calls, resultLines int) []llm.Message {
+	cur := fixture(1, calls, resultLines, 0)
+	cur = cur[:len(cur)-1]
+	for i := range cur {
+		cur[i].Content = strings.ReplaceAll(cur[i].Content, "turn 0", "the current turn")
+		if cur[i].ToolCallID != "" {
+			cur[i].ToolCallID = "cur_" + cur[i].ToolCallID
+		}
+		for j := range cur[i].ToolCalls {
+			cur[i].ToolCalls[j].ID = "cur_" + cur[i].ToolCalls[j].ID
+		}
+	}
+	cur[0].Content = "CURRENT: how does retry work?"
+	note := llm.Message{Role: llm.RoleUser, Content: llm.NoteTag + "The limit of 6 steps for this question is reached and tools are no longer available. Answer now with what you have found so far."}
+	return slices.Concat(h, cur, []llm.Message{note})
+}
+
+// currentQuestion is the index of withNotedTurn's question in h.
+func currentQuestion(t *testing.T, h []llm.Message) int {
+	t.Helper()
+	i := slices.IndexFunc(h, func(m llm.Message) bool { return strings.HasPrefix(m.Content, "CURRENT: ") })
+	if i < 0 {
+		t.Fatal("the current question is gone")
+	}
+	return i
 }
 
 func TestCompactUnderBudgetIsNoOp(t *testing.T) {
