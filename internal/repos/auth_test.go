@@ -127,6 +127,7 @@ func TestScrub(t *testing.T) {
 		// URL parsers split user info at the last '@', so all of it goes.
 		"fatal: 'http://bob:p@ss@example.com/x.git' failed": "fatal: 'http://bob:[redacted]@example.com/x.git' failed",
 		"https://a:b:c@d@h.example/r.git":                   "https://a:[redacted]@h.example/r.git",
+		"https://ghp_abcdefghij@github.com/o/r.git":         "https://[redacted]@github.com/o/r.git",
 		"https://h.example:8443/r.git":                      "https://h.example:8443/r.git",
 	} {
 		if got := a.scrub(in); got != want {

@@ -50,13 +50,18 @@ func cleanRemote(raw string) (remote, user, password string) {
 }
 
 // redactURL is raw fit for a message: a password in it is replaced, up to
-// the last '@' of the authority: a password may hold an unescaped '@', and
-// URL parsers split user info at the last one.
+// the last '@' of the authority (a password may hold an unescaped '@', and
+// URL parsers split user info at the last one), and so is a lone user of an
+// http(s) URL, which is where a pasted token sits in https://TOKEN@host.
 func redactURL(raw string) string {
-	return userinfoRE.ReplaceAllString(raw, "${1}:[redacted]@")
+	raw = userinfoRE.ReplaceAllString(raw, "${1}:[redacted]@")
+	return httpUserRE.ReplaceAllString(raw, "${1}[redacted]@")
 }
 
-var userinfoRE = regexp.MustCompile(`(://[^/\s:]*?):[^/\s]*@`)
+var (
+	userinfoRE = regexp.MustCompile(`(://[^/\s:]*?):[^/\s]*@`)
+	httpUserRE = regexp.MustCompile(`(?i)(\bhttps?://)[^/\s:]+@`)
+)
 
 // newAuth gathers the credentials of a url spec from the environment. A
 // named variable that is unset, or a key file that is missing, is an error

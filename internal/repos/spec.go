@@ -57,7 +57,9 @@ type Spec struct {
 	WebURL  string `yaml:"web_url"`
 	WebKind string `yaml:"web_kind"`
 	// TokenEnv names the environment variable holding an HTTPS token; the
-	// user name sent with it is the URL's user, or x-access-token.
+	// user name sent with it is the URL's user, or x-access-token. An
+	// https URL with a user but no password needs it: the user alone is
+	// never sent, and is taken for a pasted token.
 	TokenEnv string `yaml:"token_env"`
 	// SSHKey is the path of a private key for ssh URLs; SSHKeyEnv names an
 	// environment variable holding that path. At most one is set.
@@ -389,6 +391,13 @@ func checkURL(s Spec) error {
 		}
 		if _, has := u.User.Password(); has && s.TokenEnv != "" {
 			return fmt.Errorf("url %q carries a password and token_env is set too; keep only token_env", shown)
+		}
+		// https://TOKEN@host is a common paste, but git would send that
+		// user with no password (the user is moved to the header, and only
+		// a password or token_env makes one), so the clone fails with a
+		// puzzling auth error. Say what to do instead.
+		if u.User != nil && !hasPassword(u) && s.TokenEnv == "" {
+			return fmt.Errorf("url %q has a user but no token: if it is a token, put it in an environment variable and name it in token_env (a user name in the URL is sent only together with token_env)", shown)
 		}
 		if u.Scheme == "http" && (s.TokenEnv != "" || hasPassword(u)) && !loopback(u.Hostname()) {
 			return fmt.Errorf("url %q: a token would cross the network in clear text over http; use https", shown)

@@ -187,13 +187,19 @@ func TestCheckURL(t *testing.T) {
 		{"ssh://git:pw@github.com/acme/x.git", "", false},
 		{"https://u:p@github.com/x.git", "T", false},
 		{"https:///x.git", "", false},
+		// A pasted token as the URL's user would be dropped, not sent.
+		{"https://ghp_abcdefghijklmnop@github.com/acme/x.git", "", false},
+		{"https://alice@gitlab.example/x.git", "T", true},
 	} {
 		err := checkURL(Spec{URL: tc.url, TokenEnv: tc.token})
 		if (err == nil) != tc.ok {
 			t.Errorf("checkURL(%q, token %q) = %v, want ok=%v", tc.url, tc.token, err, tc.ok)
 		}
-		if err != nil && strings.Contains(err.Error(), ":p@") {
-			t.Errorf("checkURL error shows the password: %v", err)
+		if err != nil && (strings.Contains(err.Error(), ":p@") || strings.Contains(err.Error(), "ghp_")) {
+			t.Errorf("checkURL error shows the credential: %v", err)
+		}
+		if err != nil && strings.Contains(tc.url, "ghp_") && !strings.Contains(err.Error(), "token_env") {
+			t.Errorf("checkURL(%q) = %v, want it to point at token_env", tc.url, err)
 		}
 	}
 }
