@@ -35,7 +35,7 @@ How to answer:
 // the session. Empty fields are left out.
 func ContextPreamble(repoName, commit string, now time.Time, user string) string {
 	var b strings.Builder
-	b.WriteString("<context>\n")
+	b.WriteString(llm.ContextOpen + "\n")
 	if repoName != "" {
 		fmt.Fprintf(&b, "repository: %s\n", repoName)
 	}
@@ -48,7 +48,7 @@ func ContextPreamble(repoName, commit string, now time.Time, user string) string
 	if user != "" {
 		fmt.Fprintf(&b, "asked by: %s\n", user)
 	}
-	b.WriteString("</context>\n\n")
+	b.WriteString(llm.ContextClose + "\n\n")
 	return b.String()
 }
 

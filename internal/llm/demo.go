@@ -47,7 +47,7 @@ func (*Demo) Complete(ctx context.Context, req Request) (Response, error) {
 	start := turnStart(req.Messages)
 	question := ""
 	if start >= 0 {
-		question = stripContext(req.Messages[start].Content)
+		_, question = SplitContext(req.Messages[start].Content)
 	}
 	turn := req.Messages[start+1:]
 
@@ -132,18 +132,6 @@ func turnStart(msgs []Message) int {
 		}
 	}
 	return start
-}
-
-// stripContext drops a leading <context>…</context> block (repository,
-// commit, date) that the loop puts in front of a session's first question.
-func stripContext(s string) string {
-	t := strings.TrimSpace(s)
-	if strings.HasPrefix(t, "<context>") {
-		if _, rest, ok := strings.Cut(t, "</context>"); ok {
-			return strings.TrimSpace(rest)
-		}
-	}
-	return t
 }
 
 // toolResult is a tool message with its error state normalised.

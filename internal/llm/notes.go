@@ -19,3 +19,27 @@ func IsNote(m Message) bool {
 func IsQuestion(m Message) bool {
 	return m.Role == RoleUser && !strings.HasPrefix(m.Content, NoteTag)
 }
+
+// Delimiters of the context block (repository, commit, date, who asks) the
+// agent puts in front of a session's first question.
+const (
+	ContextOpen  = "<context>"
+	ContextClose = "</context>"
+)
+
+// SplitContext splits a leading <context>…</context> block off s. block is
+// the block itself, delimiters included, and rest what follows it, both
+// trimmed of surrounding space; without such a block, block is "" and rest
+// is s trimmed.
+func SplitContext(s string) (block, rest string) {
+	t := strings.TrimSpace(s)
+	if !strings.HasPrefix(t, ContextOpen) {
+		return "", t
+	}
+	i := strings.Index(t, ContextClose)
+	if i < 0 {
+		return "", t
+	}
+	end := i + len(ContextClose)
+	return t[:end], strings.TrimSpace(t[end:])
+}

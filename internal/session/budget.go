@@ -120,7 +120,8 @@ const CompactTarget = 0.6
 // elidedPrefix starts every stub Compact leaves in place of a tool result.
 const elidedPrefix = "[elided: "
 
-// summaryPrefix starts the note that replaces the oldest turns.
+// summaryPrefix starts the note that replaces the oldest turns (see
+// summaryNote).
 const summaryPrefix = "[Earlier in this thread, summarised to save context. Ask again or re-run tools for details.]"
 
 // Compact shrinks a history that est says is over budget tokens, down to at
@@ -254,14 +255,18 @@ func summariseTurns(msgs []llm.Message, target int, est func([]llm.Message) int)
 		end := starts[k] // summarise msgs[:end]
 		var systems []llm.Message
 		var lines []string
+		preamble := "" // the first question's <context> block, kept whole
 		for _, m := range msgs[:end] {
 			switch {
 			case m.Role == llm.RoleSystem:
 				systems = append(systems, m)
 			case m.Role == llm.RoleAssistant && strings.HasPrefix(m.Content, summaryPrefix):
-				// An earlier note: carry its list over.
-				rest := strings.TrimPrefix(m.Content, summaryPrefix)
-				for l := range strings.SplitSeq(strings.TrimSpace(rest), "\n") {
+				// An earlier note: carry its context and list over.
+				block, rest := llm.SplitContext(strings.TrimPrefix(m.Content, summaryPrefix))
+				if preamble == "" {
+					preamble = block
+				}
+				for l := range strings.SplitSeq(rest, "\n") {
 					if l != "" {
 						lines = append(lines, l)
 					}
@@ -269,18 +274,36 @@ func summariseTurns(msgs []llm.Message, target int, est func([]llm.Message) int)
 			case llm.IsNote(m):
 				// The loop talking to the model, not a question.
 			case m.Role == llm.RoleUser:
-				lines = append(lines, "- Q: "+firstLine(m.Content, 200))
+				block, question := llm.SplitContext(m.Content)
+				if preamble == "" {
+					preamble = block
+				}
+				lines = append(lines, "- Q: "+firstLine(question, 200))
 			case m.Role == llm.RoleAssistant && len(m.ToolCalls) == 0 && m.Content != "":
 				lines = append(lines, "  A: "+firstLine(m.Content, 200))
 			}
 		}
-		note := llm.Message{Role: llm.RoleAssistant, Content: summaryPrefix + "\n" + strings.Join(lines, "\n")}
+		note := llm.Message{Role: llm.RoleAssistant, Content: summaryNote(preamble, lines)}
 		best = slices.Concat(systems, []llm.Message{note}, msgs[end:])
 		if est(best) <= target {
 			break
 		}
 	}
 	return best
+}
+
+// summaryNote renders the note that replaces the oldest turns: the prefix,
+// then the session's context block (which repository and commit the thread
+// is about; it rode in the first question, which the note replaces, and
+// the model needs it to cite and search the right code), then the list.
+func summaryNote(preamble string, lines []string) string {
+	var b strings.Builder
+	b.WriteString(summaryPrefix + "\n")
+	if preamble != "" {
+		b.WriteString(preamble + "\n")
+	}
+	b.WriteString(strings.Join(lines, "\n"))
+	return b.String()
 }
 
 // toolStub is the line left in place of an elided tool result, derived from

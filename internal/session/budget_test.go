@@ -7,9 +7,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
 )
 
@@ -199,6 +201,22 @@ func TestCompact(t *testing.T) {
 			},
 		},
 		{
+			name: "the summary keeps the session context and lists the first question without it",
+			history: func() []llm.Message {
+				h := fixture(6, 2, 10, 3000)
+				h[0].Content = testPreamble + "how are refunds retried?\nsecond line"
+				return h
+			}(),
+			budget:    func(total int) int { return total / 3 },
+			summarise: true,
+			check: func(t *testing.T, in, out []llm.Message) {
+				want := summaryPrefix + "\n" + strings.TrimSpace(testPreamble) + "\n- Q: how are refunds retried?\n"
+				if !strings.HasPrefix(out[0].Content, want) {
+					t.Errorf("note =\n%s\nwant it to start with\n%s", out[0].Content, want)
+				}
+			},
+		},
+		{
 			name:     "a loop note does not end the turn it interrupts",
 			history:  withNotedTurn(fixture(3, 30, 4, 40), 3, 4),
 			budget:   func(total int) int { return total / 2 },
@@ -319,8 +337,13 @@ func TestCompactUnderBudgetIsNoOp(t *testing.T) {
 	}
 }
 
+// testPreamble is the context block the agent puts before a session's first
+// question.
+var testPreamble = agent.ContextPreamble("payments", "0123456789abcdef", time.Date(2026, 3, 4, 5, 6, 0, 0, time.UTC), "U1")
+
 func TestCompactSummaryCarriesEarlierNote(t *testing.T) {
 	h := fixture(6, 1, 5, 3000)
+	h[0].Content = testPreamble + h[0].Content
 	once, _ := Compact(h, estDefault(h)/3, estDefault)
 	// The thread goes on, grows past the budget again, and is compacted again.
 	grown := append(cloneMessages(once), fixture(4, 1, 5, 3000)[0:]...)
@@ -330,6 +353,9 @@ func TestCompactSummaryCarriesEarlierNote(t *testing.T) {
 	twice, _ := Compact(grown, estDefault(once), estDefault)
 	if !strings.Contains(twice[0].Content, "- Q: question 0: where is X?") || !strings.Contains(twice[0].Content, "- Q: later question 0: where is X?") {
 		t.Errorf("second summary lost the first one's list:\n%s", twice[0].Content)
+	}
+	if n := strings.Count(twice[0].Content, "<context>"); n != 1 || !strings.Contains(twice[0].Content, "commit: 0123456789abcdef\n") {
+		t.Errorf("second summary has %d context blocks; want the first question's, once:\n%s", n, twice[0].Content)
 	}
 	if strings.Count(twice[0].Content, summaryPrefix) != 1 {
 		t.Errorf("summary notes nested:\n%s", twice[0].Content)
