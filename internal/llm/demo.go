@@ -100,38 +100,17 @@ func (*Demo) Complete(ctx context.Context, req Request) (Response, error) {
 }
 
 // turnStart finds the user message that asked the current question, or -1.
-// A user message right after a tool result (or after another user message)
-// is a note the loop added mid-turn ("the step limit is reached, answer
-// now"), not a new question, so the turn goes on from the question before.
+// Notes the loop adds mid-turn ("the step limit is reached, answer now")
+// are user messages too; they are told from questions by their tag, not by
+// where they stand: a question can follow a tool result as well, when the
+// turn before it was stopped and ended on a "cancelled" result.
 func turnStart(msgs []Message) int {
-	start := -1
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == RoleUser {
-			start = i
-			break
+		if IsQuestion(msgs[i]) {
+			return i
 		}
 	}
-	for start > 0 {
-		switch msgs[start-1].Role {
-		case RoleUser:
-			start--
-		case RoleTool:
-			prev := -1
-			for i := start - 1; i >= 0; i-- {
-				if msgs[i].Role == RoleUser {
-					prev = i
-					break
-				}
-			}
-			if prev < 0 {
-				return start
-			}
-			start = prev
-		default:
-			return start
-		}
-	}
-	return start
+	return -1
 }
 
 // toolResult is a tool message with its error state normalised.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -178,7 +179,7 @@ func TestDemoFinalAnswers(t *testing.T) {
 			name: "no tools offered: answers from the whole conversation after a loop note",
 			msgs: []Message{q, listCall("l"), {Role: RoleTool, ToolCallID: "l", Content: demoListing},
 				readCall("r", "README.md"), {Role: RoleTool, ToolCallID: "r", Content: demoReadme},
-				{Role: RoleUser, Content: "[note from askrepo, not from the user] The limit of 2 steps is reached. Answer now."}},
+				{Role: RoleUser, Content: NoteTag + "The limit of 2 steps is reached. Answer now."}},
 			says: []string{"“How does it work?”", "Top level (8 entries)", "The README (`README.md`) is titled “askrepo”"},
 			not:  []string{"note from askrepo"},
 		},
@@ -212,18 +213,54 @@ func TestDemoFinalAnswers(t *testing.T) {
 	}
 }
 
-func TestDemoNoteMidTurnDoesNotRestart(t *testing.T) {
-	// After the step-limit note the loop still offers no tools, but a note
-	// after an empty reply does offer them: the demo must not list again.
-	msgs := []Message{
-		{Role: RoleUser, Content: "Q"},
+func TestDemoTellsNotesFromQuestions(t *testing.T) {
+	listed := []Message{
+		{Role: RoleUser, Content: "FIRST question"},
 		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "l", Name: "list_files", Arguments: `{"path":"."}`}}},
 		{Role: RoleTool, ToolCallID: "l", Content: "./ (1 entry)\nmain.go\n"},
-		{Role: RoleUser, Content: "[note] Your last reply was empty."},
 	}
-	r := step(t, NewDemo(), msgs, demoTools)
-	if len(r.Message.ToolCalls) != 0 || !strings.Contains(r.Message.Content, "`main.go`") {
-		t.Errorf("got %+v, want an answer listing main.go", r.Message)
+	stopped := []Message{
+		{Role: RoleUser, Content: "FIRST question"},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "l", Name: "list_files", Arguments: `{"path":"."}`}}},
+		{Role: RoleTool, ToolCallID: "l", Content: "cancelled: the turn was stopped before this call finished", IsError: true},
+	}
+	tests := []struct {
+		name     string
+		msgs     []Message
+		wantList bool   // the demo starts the turn over with list_files
+		says     string // else the answer contains this
+	}{
+		{
+			// A note after an empty reply offers tools again: the demo
+			// must not list again but answer the question it was on.
+			name: "a note mid-turn continues the turn",
+			msgs: append(slices.Clone(listed), Message{Role: RoleUser, Content: NoteTag + "Your last reply was empty."}),
+			says: "“FIRST question”",
+		},
+		{
+			// The turn before was stopped, so the history ends on a tool
+			// result; the next question is still a new turn.
+			name:     "a question after a stopped turn starts a new one",
+			msgs:     append(slices.Clone(stopped), Message{Role: RoleUser, Content: "SECOND question"}),
+			wantList: true,
+		},
+		{
+			name:     "a question right after an answered one starts a new one",
+			msgs:     append(slices.Clone(listed), Message{Role: RoleAssistant, Content: "an answer"}, Message{Role: RoleUser, Content: "SECOND question"}),
+			wantList: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := step(t, NewDemo(), tt.msgs, demoTools)
+			if tt.wantList {
+				wantCall(t, r, "list_files", `{"path":"."}`)
+				return
+			}
+			if len(r.Message.ToolCalls) != 0 || !strings.Contains(r.Message.Content, tt.says) || !strings.Contains(r.Message.Content, "`main.go`") {
+				t.Errorf("got %+v, want an answer to %s listing main.go", r.Message, tt.says)
+			}
+		})
 	}
 }
 
