@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/repos"
 )
 
 func main() {
@@ -68,18 +69,28 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		}
 		return usageError{}
 	}
-	cfg, err := config.Load(env, overrides())
+	given := overrides()
+	cfg, err := config.Load(env, given)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
+	// --repo DIR names one checkout: in the terminal it replaces the repos
+	// of BOT_CONFIG; for serve, which answers for the channels those repos
+	// are mapped to, it would silently do nothing, so it is refused.
+	_, repoFlag := given["REPO_PATH"]
 	switch cmd {
 	case "ask":
-		return runAsk(ctx, cfg, env, fs.Args(), stdin, stdout, stderr)
+		return runAsk(ctx, cfg, env, repoFlag, fs.Args(), stdin, stdout, stderr)
 	case "chat":
-		return runChat(ctx, cfg, env, stdin, stdout, stderr)
+		return runChat(ctx, cfg, env, repoFlag, stdin, stdout, stderr)
 	case "serve":
 		if fs.NArg() > 0 {
 			return usageError{fmt.Sprintf("serve takes no arguments, got %q; to ask in the terminal: bot ask %q", fs.Args(), fs.Arg(0))}
+		}
+		if repoFlag && cfg.ConfigFile != "" {
+			if specs, err := repos.LoadFile(cfg.ConfigFile); err == nil && len(specs) > 0 {
+				return usageError{fmt.Sprintf("--repo conflicts with the repos in BOT_CONFIG (%s); serve answers about those, so drop --repo (or BOT_CONFIG's repos list to serve one checkout); to ask about %s alone: bot ask --repo %s", cfg.ConfigFile, cfg.RepoPath, cfg.RepoPath)}
+			}
 		}
 		return runServe(ctx, cfg, env, stderr)
 	case "sessions":

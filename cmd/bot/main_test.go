@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -195,4 +196,49 @@ func TestClearErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --repo DIR is the checkout the terminal answers about even when BOT_CONFIG
+// lists repos; serve, which answers for those repos' channels, refuses it
+// rather than ignoring it.
+func TestRepoFlagWithConfigRepos(t *testing.T) {
+	listed, other := testRepo(t), t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "README.md"), []byte("# Gadget\n\nGadget is the other checkout.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "askrepo.yaml")
+	yaml := fmt.Sprintf("repos:\n  - name: alpha\n    path: %s\n    channels: [\"*\"]\n", listed)
+	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := envMap(map[string]string{"BOT_CONFIG": cfgFile, "BOT_DATA_DIR": t.TempDir()})
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdin string
+		want  string // in stdout
+		bad   string // must not be in stdout
+	}{
+		{"ask with --repo", []string{"ask", "--repo", other, "what is this?"}, "", "Gadget is the other checkout", "Widget"},
+		{"chat with --repo", []string{"chat", "--repo", other}, "what is this?\n/exit\n", "Gadget is the other checkout", "Widget"},
+		{"ask without --repo", []string{"ask", "what is this?"}, "", "Widget turns sprockets", "Gadget"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			if err := run(t.Context(), tc.args, env, strings.NewReader(tc.stdin), &out, &errOut); err != nil {
+				t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+			}
+			if !strings.Contains(out.String(), tc.want) || strings.Contains(out.String(), tc.bad) {
+				t.Errorf("output should contain %q and not %q:\n%s", tc.want, tc.bad, out.String())
+			}
+		})
+	}
+	t.Run("serve with --repo", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		err := run(t.Context(), []string{"serve", "--repo", other}, env, strings.NewReader(""), &out, &errOut)
+		var usage usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "--repo conflicts with the repos in BOT_CONFIG") || !strings.Contains(err.Error(), cfgFile) {
+			t.Errorf("err = %v, want a usage error naming the conflict and %s", err, cfgFile)
+		}
+	})
 }

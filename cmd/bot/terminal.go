@@ -16,8 +16,9 @@ import (
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
-// runAsk answers one question and exits.
-func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bool), args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// runAsk answers one question and exits. pathOnly: the checkout was named
+// by --repo and replaces the repos of BOT_CONFIG.
+func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	question := strings.TrimSpace(strings.Join(args, " "))
 	if question == "" && !isTerminal(stdin) {
 		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
@@ -29,7 +30,7 @@ func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bo
 	if question == "" {
 		return usageError{`ask needs a question, e.g. bot ask "what does this project do?"`}
 	}
-	c, err := newCore(ctx, cfg, env, terminalLogger(cfg, stderr), nil)
+	c, err := newCore(ctx, cfg, env, pathOnly, terminalLogger(cfg, stderr), nil)
 	if err != nil {
 		return err
 	}
@@ -40,8 +41,8 @@ func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bo
 }
 
 // runChat keeps one conversation going until EOF, /exit or Ctrl-C.
-func runChat(ctx context.Context, cfg config.Config, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
-	c, err := newCore(ctx, cfg, env, terminalLogger(cfg, stderr), nil)
+func runChat(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, stdin io.Reader, stdout, stderr io.Writer) error {
+	c, err := newCore(ctx, cfg, env, pathOnly, terminalLogger(cfg, stderr), nil)
 	if err != nil {
 		return err
 	}

@@ -64,9 +64,14 @@ func (c *core) Close() error { return c.repos.Close() }
 // newCore opens the repositories (REPO_PATH, or the repos of BOT_CONFIG,
 // cloning url repos into BOT_DATA_DIR) and the model client. env looks up
 // the variables token_env and ssh_key_env name, as the settings were;
+// pathOnly uses REPO_PATH alone even when BOT_CONFIG lists repos (--repo);
 // onSync, when set, hears of every fetch.
-func newCore(ctx context.Context, cfg config.Config, env func(string) (string, bool), log *slog.Logger, onSync func(string, error)) (*core, error) {
-	specs, err := repos.FromConfig(cfg)
+func newCore(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, log *slog.Logger, onSync func(string, error)) (*core, error) {
+	from := repos.FromConfig
+	if pathOnly {
+		from = repos.PathOnly
+	}
+	specs, err := from(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("repositories: %w", err)
 	}

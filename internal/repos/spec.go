@@ -187,8 +187,7 @@ func Single(name, path string, deny []string) Spec {
 }
 
 // FromConfig returns the repositories of a loaded configuration: the repos
-// list of the BOT_CONFIG file when it has one, otherwise the single
-// checkout of REPO_PATH (with REPO_NAME and REPO_DENY) serving everywhere.
+// list of the BOT_CONFIG file when it has one, otherwise PathOnly.
 func FromConfig(cfg config.Config) ([]Spec, error) {
 	if cfg.ConfigFile != "" {
 		specs, err := LoadFile(cfg.ConfigFile)
@@ -199,6 +198,14 @@ func FromConfig(cfg config.Config) ([]Spec, error) {
 			return specs, nil
 		}
 	}
+	return PathOnly(cfg)
+}
+
+// PathOnly is the single checkout of REPO_PATH (with REPO_NAME and
+// REPO_DENY) serving everywhere, whatever BOT_CONFIG lists: what a checkout
+// named on the command line (bot ask --repo DIR) means, since a flag is the
+// most specific thing the caller said.
+func PathOnly(cfg config.Config) ([]Spec, error) {
 	s := Single(cfg.ResolvedRepoName(), cfg.RepoPath, cfg.RepoDeny)
 	if err := Validate([]Spec{s}); err != nil {
 		return nil, err

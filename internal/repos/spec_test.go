@@ -254,6 +254,10 @@ func TestFromConfig(t *testing.T) {
 	if err != nil || len(specs) != 1 || specs[0].Name != "docs" {
 		t.Errorf("with a repos list: %+v, %v; want the docs repo only", specs, err)
 	}
+	// --repo: the named checkout alone, whatever the file lists.
+	if specs, err = PathOnly(cfg); err != nil || len(specs) != 1 || specs[0].Name != "askrepo" || specs[0].Path != dir {
+		t.Errorf("PathOnly with a repos list: %+v, %v; want REPO_PATH alone", specs, err)
+	}
 	os.WriteFile(file, []byte("log:\n  level: info\n"), 0o644)
 	if specs, err = FromConfig(cfg); err != nil || specs[0].Name != "askrepo" {
 		t.Errorf("file without repos: %+v, %v; want REPO_PATH", specs, err)
