@@ -411,18 +411,37 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 }
 
 func TestRetryAfterLongerThanRetryMaxGivesUp(t *testing.T) {
-	f := newFakeAPI(t, jsonReply(429, `{"error":{"message":"slow down"}}`, "Retry-After: 120"))
-	c, _ := newTestClient(t, f, nil)
-	_, err := c.Complete(t.Context(), askRequest())
-	var apiErr *APIError
-	if !errors.As(err, &apiErr) || !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("err = %v, want *APIError matching ErrRateLimited", err)
+	tests := []struct {
+		name   string
+		header string
+		want   time.Duration
+		says   string
+	}{
+		{"two minutes", "Retry-After: 120", 2 * time.Minute, "asked to wait 2m0s"},
+		// Values past a Duration's range must not wrap to a negative wait
+		// that retries at once.
+		{"1e300 seconds", "Retry-After: 1e300", RetryAfterForever, "unreasonably long"},
+		{"more seconds than a Duration holds", "Retry-After: 99999999999999", RetryAfterForever, "unreasonably long"},
+		{"infinite", "Retry-After: Inf", RetryAfterForever, "unreasonably long"},
+		{"not a number", "Retry-After: NaN", RetryAfterForever, "unreasonably long"},
+		{"1e300 milliseconds", "Retry-After-Ms: 1e300", RetryAfterForever, "unreasonably long"},
 	}
-	if apiErr.RetryAfter != 2*time.Minute || apiErr.Attempts != 1 {
-		t.Errorf("RetryAfter %v, Attempts %d; want 2m0s, 1", apiErr.RetryAfter, apiErr.Attempts)
-	}
-	if !strings.Contains(err.Error(), "asked to wait 2m0s") {
-		t.Errorf("error does not report the wait: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeAPI(t, jsonReply(429, `{"error":{"message":"slow down"}}`, tt.header))
+			c, _ := newTestClient(t, f, nil)
+			_, err := c.Complete(t.Context(), askRequest())
+			var apiErr *APIError
+			if !errors.As(err, &apiErr) || !errors.Is(err, ErrRateLimited) {
+				t.Fatalf("err = %v, want *APIError matching ErrRateLimited", err)
+			}
+			if apiErr.RetryAfter != tt.want || apiErr.Attempts != 1 || len(f.requests()) != 1 {
+				t.Errorf("RetryAfter %v, Attempts %d, requests %d; want %v, 1, 1", apiErr.RetryAfter, apiErr.Attempts, len(f.requests()), tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("error does not report the wait (%q): %v", tt.says, err)
+			}
+		})
 	}
 }
 
@@ -744,6 +763,11 @@ func TestRetryAfterParsing(t *testing.T) {
 		{"date in the past", map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
 		{"garbage", map[string]string{"Retry-After": "soon"}, 0},
 		{"negative", map[string]string{"Retry-After": "-4"}, 0},
+		{"negative infinity", map[string]string{"Retry-After": "-Inf"}, 0},
+		{"seconds past a Duration", map[string]string{"Retry-After": "1e300"}, RetryAfterForever},
+		{"not a number", map[string]string{"Retry-After": "NaN"}, RetryAfterForever},
+		{"milliseconds past a Duration", map[string]string{"Retry-After-Ms": "+Inf"}, RetryAfterForever},
+		{"just under the limit", map[string]string{"Retry-After": "9000000000"}, 9_000_000_000 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,7 +66,10 @@ func (e *APIError) Error() string {
 	switch {
 	case errors.Is(e.Kind, ErrRateLimited):
 		fmt.Fprintf(&b, "the model API at %s answered 429 (rate limited) %s%s", host, tries, msg)
-		if e.RetryAfter > 0 {
+		switch {
+		case e.RetryAfter == RetryAfterForever:
+			b.WriteString(" (it asked to wait an unreasonably long time)")
+		case e.RetryAfter > 0:
 			fmt.Fprintf(&b, " (it asked to wait %s)", roundElapsed(e.RetryAfter))
 		}
 		b.WriteString("; wait a minute and try again, or check the account's rate limits and quota")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,14 +87,17 @@ func (t *teeBody) Read(p []byte) (int, error) {
 
 // retryAfter reads how long the server asks us to wait: OpenAI and Azure
 // send retry-after-ms (milliseconds, more precise) next to the standard
-// Retry-After (seconds or an HTTP date). Zero means no usable hint.
+// Retry-After (seconds or an HTTP date). Zero means no usable hint. A wait
+// too long for a time.Duration (1e300, Inf, NaN) is RetryAfterForever, so
+// the client gives up on it rather than overflowing to a negative wait and
+// retrying at once.
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if h == nil {
 		return 0
 	}
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && !(ms <= 0) {
+			return durationOf(ms, time.Millisecond)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -104,7 +108,7 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		if secs <= 0 {
 			return 0
 		}
-		return time.Duration(secs * float64(time.Second))
+		return durationOf(secs, time.Second)
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := t.Sub(now); d > 0 {
@@ -112,4 +116,18 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// RetryAfterForever is APIError.RetryAfter when the server asked for a wait
+// too long to represent (a Retry-After of 1e300 or NaN seconds).
+const RetryAfterForever = time.Duration(math.MaxInt64)
+
+// durationOf converts n units (n > 0 or NaN) to a Duration, saturating at
+// RetryAfterForever. The check is made before the conversion: converting an
+// out-of-range float to int64 gives an arbitrary, typically negative, value.
+func durationOf(n float64, unit time.Duration) time.Duration {
+	if math.IsNaN(n) || math.IsInf(n, 0) || n >= float64(RetryAfterForever)/float64(unit) {
+		return RetryAfterForever
+	}
+	return time.Duration(n * float64(unit))
 }
