@@ -172,6 +172,7 @@ func TestClearErrors(t *testing.T) {
 		{"unreachable API", []string{"ask", "q"}, map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, []string{"127.0.0.1:1"}},
 		{"unknown command", []string{"frobnicate"}, nil, []string{`unknown command "frobnicate"`}},
 		{"ask without question", []string{"ask"}, nil, []string{"ask needs a question"}},
+		{"repo choice without question", []string{"ask", "in widget:"}, map[string]string{"REPO_NAME": "widget", "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, []string{`ask needs a question after "in widget:"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

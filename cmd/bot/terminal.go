@@ -127,6 +127,11 @@ func (t *terminal) ask(ctx context.Context, question string) (agent.Turn, error)
 		if err != nil {
 			return agent.Turn{}, err
 		}
+		// "in beta:" alone picks a repo but asks nothing; the model would
+		// answer a blank question at full price.
+		if q == "" {
+			return agent.Turn{}, usageError{fmt.Sprintf("ask needs a question after \"in %s:\", e.g. \"in %s: what does this project do?\"", repo, repo)}
+		}
 		t.repo, question = repo, q
 		if t.core.demo {
 			fmt.Fprint(t.errOut, t.style(dim, demoNotice))
