@@ -205,7 +205,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 			return Response{}, &APIError{
 				Kind: f.kind, Host: c.host, Model: c.cfg.Model, StatusCode: f.status,
 				Attempts: attempt, Elapsed: time.Since(start), Message: f.message,
-				RetryAfter: f.retryAfter, cause: f.cause,
+				RetryAfter: f.retryAfter, cause: f.cause, contextTooLong: f.tooLong,
 			}
 		}
 		if !f.retryable || attempt > c.cfg.MaxRetries {
@@ -327,6 +327,21 @@ type failure struct {
 	retryable  bool
 	retryAfter time.Duration
 	cause      error
+	// tooLong: the server said the prompt does not fit the model's
+	// context window.
+	tooLong bool
+}
+
+// contextTooLong reports whether a rejection says the prompt is over the
+// model's context window: OpenAI's code, llama.cpp's type, and the
+// wording OpenAI, vLLM and compatible servers put in the message.
+func contextTooLong(code, typ, message string) bool {
+	if code == "context_length_exceeded" || typ == "exceed_context_size_error" {
+		return true
+	}
+	m := strings.ToLower(message)
+	return strings.Contains(m, "maximum context length") || strings.Contains(m, "context_length_exceeded") ||
+		strings.Contains(m, "exceeds the available context size")
 }
 
 // localErrors are refused by go-openai before anything is sent.
@@ -358,9 +373,12 @@ func (c *Client) classify(err error, x *exchange) failure {
 		if f.message == "" {
 			f.message = http.StatusText(reqErr.HTTPStatusCode)
 		}
+		f.tooLong = contextTooLong("", "", f.message)
 	case errors.As(err, &apiErr):
 		f.status = apiErr.HTTPStatusCode
 		f.message = apiErr.Message
+		code, _ := apiErr.Code.(string)
+		f.tooLong = contextTooLong(code, apiErr.Type, apiErr.Message)
 		if apiErr.HTTPStatusCode == 0 {
 			// An error event inside a 200 stream: the server failed
 			// mid-generation (overload, worker crash). Worth a retry.
@@ -410,6 +428,8 @@ func (c *Client) classify(err error, x *exchange) failure {
 		f.kind = ErrAuth
 	case s >= 400:
 		f.kind = ErrBadRequest
+	default:
+		f.tooLong = false
 	}
 	return c.finish(f, x)
 }

@@ -454,6 +454,7 @@ func TestFailures(t *testing.T) {
 		attempts int // requests the server should see (MaxRetries is 3)
 		status   int
 		says     []string
+		not      []string // advice that would mislead here
 	}{
 		{
 			name:     "500s then the typed error",
@@ -504,6 +505,24 @@ func TestFailures(t *testing.T) {
 			attempts: 1,
 			status:   400,
 			says:     []string{"rejected the request (400)", "Invalid parameter", `"test-model"`},
+		},
+		{
+			name:     "400 context length exceeded says the conversation is too long",
+			reply:    jsonReply(400, `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`),
+			kind:     ErrBadRequest,
+			attempts: 1,
+			status:   400,
+			says:     []string{"rejected the request (400)", "conversation is too long", "BOT_CONTEXT_BUDGET", "new thread"},
+			not:      []string{"OPENAI_MODEL", "tool calling"},
+		},
+		{
+			name:     "400 from vLLM with only the message says the conversation is too long",
+			reply:    jsonReply(400, `{"object":"error","message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens in the messages.","type":"BadRequestError","param":null,"code":400}`),
+			kind:     ErrBadRequest,
+			attempts: 1,
+			status:   400,
+			says:     []string{"conversation is too long", "BOT_CONTEXT_BUDGET"},
+			not:      []string{"OPENAI_MODEL"},
 		},
 		{
 			name:     "404 unknown model is not retried",
@@ -580,6 +599,11 @@ func TestFailures(t *testing.T) {
 			for _, s := range append(tt.says, host) {
 				if !strings.Contains(msg, s) {
 					t.Errorf("error %q does not say %q", msg, s)
+				}
+			}
+			for _, s := range tt.not {
+				if strings.Contains(msg, s) {
+					t.Errorf("error %q says %q", msg, s)
 				}
 			}
 			if strings.Contains(msg, testKey) || strings.Contains(logs.String(), testKey) {

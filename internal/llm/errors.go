@@ -46,6 +46,10 @@ type APIError struct {
 	// RetryAfter is the wait the server asked for on the last attempt, if any.
 	RetryAfter time.Duration
 
+	// contextTooLong: the server rejected the prompt as longer than the
+	// model's context window, which no model-name fix can help.
+	contextTooLong bool
+
 	// cause is a transport or context error kept for errors.Is/As (for
 	// example context.DeadlineExceeded); server error bodies are not kept,
 	// because some echo the key.
@@ -79,6 +83,10 @@ func (e *APIError) Error() string {
 		status := "locally"
 		if e.StatusCode != 0 {
 			status = fmt.Sprintf("(%d)", e.StatusCode)
+		}
+		if e.contextTooLong {
+			fmt.Fprintf(&b, "the model API at %s rejected the request %s%s; the conversation is too long for model %q: lower BOT_CONTEXT_BUDGET so long threads are compacted sooner, or start a new thread", host, status, msg, e.Model)
+			break
 		}
 		fmt.Fprintf(&b, "the model API at %s rejected the request %s%s; check the model name %q (OPENAI_MODEL) and that the server supports tool calling", host, status, msg, e.Model)
 	default:
