@@ -221,6 +221,15 @@ type Bot struct {
 	turnCtx    context.Context
 	cancelTurn context.CancelCauseFunc
 
+	// slackCtx carries the Slack calls that must outlive a turn's Stop or
+	// timeout and Run's cancel (progress edits, the answer, notes): they
+	// tell the thread how it ended. The drain cancels it finalGrace after
+	// cutting the turns, so a Slack that rate limits or hangs cannot hold
+	// the shutdown past DrainTimeout by more than that.
+	slackCtx    context.Context
+	cancelSlack context.CancelFunc
+	finalGrace  time.Duration
+
 	mu      sync.Mutex
 	running map[string]*runningTurn // by turn id, for the Stop button
 
@@ -361,6 +370,8 @@ func New(cfg Config) (*Bot, error) {
 	b.queue = newDispatcher(cfg.MaxConcurrent, m)
 	b.queue.run, b.queue.reject, b.queue.queued = b.runTurn, b.reject, b.markQueued
 	b.turnCtx, b.cancelTurn = context.WithCancelCause(context.Background())
+	b.slackCtx, b.cancelSlack = context.WithCancel(context.Background())
+	b.finalGrace = defaultFinalGrace
 	if cfg.Shared != nil {
 		b.cfg.Replica = orDefault(cfg.Replica, DefaultReplicaID())
 		b.cfg.LeaseTTL = orDefault(cfg.LeaseTTL, DefaultLeaseTTL)
@@ -440,7 +451,17 @@ func (b *Bot) Run(ctx context.Context) error {
 	return runErr
 }
 
-// drain lets running turns finish within DrainTimeout, then cuts them.
+// defaultFinalGrace is how long the Slack calls of cut turns (their
+// progress edits and the note that they will resume) may take after the
+// drain cut, and how much longer drain then waits for the turns to record
+// their end.
+const defaultFinalGrace = 5 * time.Second
+
+// drain lets running turns finish within DrainTimeout, then cuts them. The
+// cut turns record where they ended in the store first and then have
+// finalGrace for their Slack calls; drain gives up waiting for them
+// 2*finalGrace after the cut, so Run returns in bounded time whatever Slack
+// or the store do.
 func (b *Bot) drain() {
 	b.queue.close() // queued turns start no more; they say so in their thread
 	done := make(chan struct{})
@@ -454,7 +475,15 @@ func (b *Bot) drain() {
 	}
 	b.log.Warn("drain timeout: interrupting running turns", "running", b.queue.runningCount())
 	b.cancelTurn(errShutdown)
-	<-done
+	stopSlack := time.AfterFunc(b.finalGrace, b.cancelSlack)
+	defer stopSlack.Stop()
+	giveUp := time.NewTimer(2 * b.finalGrace)
+	defer giveUp.Stop()
+	select {
+	case <-done:
+	case <-giveUp.C:
+		b.log.Error("turns still running after the drain cut; returning without them", "running", b.queue.runningCount(), "waited", 2*b.finalGrace)
+	}
 }
 
 // Healthy is nil only while the socket is connected and the store answers.

@@ -826,3 +826,48 @@ func TestFinishedTurnLeavesNoStopButton(t *testing.T) {
 		})
 	}
 }
+
+// A shutdown ends in bounded time even when Slack keeps refusing: after the
+// drain cut, the cut turn's Slack calls (its last progress edit, the note
+// that it will resume) get only the final grace, and the turn is recorded
+// interrupted before any of them, so the next start resumes it.
+func TestShutdownBoundedWhenSlackRateLimitsForever(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	script := func(r chatRequest) fakeReply {
+		if r.last().Role == "tool" {
+			return fakeReply{Content: "never", Wait: hold.c()}
+		}
+		return readThenAnswer(r)
+	}
+	h := newHarness(t, harnessOpts{
+		script: script,
+		cfg:    func(c *Config) { c.DrainTimeout = 100 * time.Millisecond },
+		tune:   func(b *Bot) { b.finalGrace = 200 * time.Millisecond },
+	})
+	ts := h.mention("C1", "q", "")
+	waitQuestionAnswering(t, h, "q")
+	if _, err := h.slack.WaitMessages(h.ctx(), "C1", ts, 1); err != nil { // the progress message is up
+		t.Fatal(err)
+	}
+	// From now on Slack rate limits every post and edit, for good.
+	h.slack.FailAlways("chat.postMessage", slacktest.RateLimited(time.Second))
+	h.slack.FailAlways("chat.update", slacktest.RateLimited(time.Second))
+	h.cancel()
+	select {
+	case h.runErr = <-h.done:
+		h.once.Do(func() {})
+	case <-time.After(15 * time.Second): // a failure guard, far above DrainTimeout plus 2*finalGrace
+		t.Error("Run has not returned 15s after cancel with DrainTimeout=100ms while Slack rate limits")
+		h.slack.ClearFailures()
+		hold.open()
+		return // the cleanup waits for Run
+	}
+	if h.runErr != nil {
+		t.Errorf("Run = %v, want nil", h.runErr)
+	}
+	unf, err := h.store.Unfinished(t.Context())
+	if err != nil || len(unf) != 1 || unf[0].State != session.TurnInterrupted {
+		t.Errorf("unfinished turns = %+v, %v; want the cut turn, interrupted, for the next start to resume", unf, err)
+	}
+}

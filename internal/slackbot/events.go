@@ -333,11 +333,12 @@ func (b *Bot) refuse(ctx context.Context, in inbound) {
 }
 
 // background runs a short post off the intake goroutine; Run waits for it.
-// The post outlives the drain's final cut: it is what tells a thread that its
-// question will not be answered.
+// The post outlives Run's cancel and the drain's cut of the turns (it is
+// what tells a thread that its question will not be answered), but not the
+// final grace after the cut (see Bot.slackCtx).
 func (b *Bot) background(f func(ctx context.Context)) {
 	b.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(b.turnCtx), 30*time.Second)
+		ctx, cancel := context.WithTimeout(b.slackCtx, 30*time.Second)
 		defer cancel()
 		f(ctx)
 	})

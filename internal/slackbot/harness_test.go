@@ -45,6 +45,8 @@ type harnessOpts struct {
 	script func(chatRequest) fakeReply
 	stream bool
 	cfg    func(*Config)
+	// tune, when set, adjusts the bot's internals after New, before Run.
+	tune func(*Bot)
 	// slack, ai and store, when set, are shared with another harness: a
 	// restart is a second bot on the first one's store and fakes.
 	slack *slacktest.Server
@@ -117,6 +119,9 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	h.bot, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.tune != nil {
+		o.tune(h.bot)
 	}
 	connected := srv.Connections()
 	ctx, cancel := context.WithCancel(context.Background())

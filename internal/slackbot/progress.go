@@ -247,8 +247,8 @@ func (p *progress) flush(final bool) {
 		opts = ProgressOptions{}
 	}
 	// Posts and edits outlive a Stop or a timeout (the thread must end up
-	// right), but not the service's final cut.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(p.b.turnCtx), time.Minute)
+	// right), but not the final grace after a shutdown cut.
+	ctx, cancel := context.WithTimeout(p.b.slackCtx, time.Minute)
 	defer cancel()
 	ch, thread := p.in.Key.Channel, p.in.Key.Thread
 	msgs := ProgressMessages(lines, opts)

@@ -118,7 +118,8 @@ func (b *Bot) runTurn(j *job) {
 	defer b.metrics.running.Dec()
 
 	// Posting must outlive a Stop or a timeout: the thread has to hear why.
-	post := context.WithoutCancel(ctx)
+	// It ends a short grace after a shutdown cut (see Bot.slackCtx).
+	post := b.slackCtx
 
 	if j.queuedSign != nil {
 		<-j.queuedSign
@@ -159,16 +160,30 @@ func (b *Bot) runTurn(j *job) {
 			answer, err = b.answer(ctx, in, bound.question, res.id, co, prog)
 		}
 	}
-	prog.finish()
-	res.steps, res.toolCalls, res.usage = prog.totals()
 	if perr := prog.persistErr(); err == nil && perr != nil {
 		// The answer exists, but the thread's memory of it is broken:
 		// say so instead of letting the next follow-up silently forget.
 		err = perr
 	}
+	takenOver := errors.Is(context.Cause(ctx), errTakenOver)
+	var sentence string
+	var state session.TurnState
+	if !takenOver && err != nil {
+		res.outcome, state, sentence = classify(err, context.Cause(ctx), b.cfg.TurnTimeout, b.cfg.Recovery)
+		res.err = err
+		if res.outcome != outcomeStopped && state != session.TurnInterrupted {
+			res.ref = newID(3)
+		}
+		// Recorded before the thread is told: after a shutdown cut the
+		// Slack calls below have only a short grace, and the next start
+		// must find the turn interrupted (or ended) whatever Slack does.
+		b.endTurn(prog, res.id, state, res.ref, log)
+	}
+	prog.finish()
+	res.steps, res.toolCalls, res.usage = prog.totals()
 
 	switch {
-	case errors.Is(context.Cause(ctx), errTakenOver):
+	case takenOver:
 		// Its writes were refused: another process owns the turn now.
 		res.outcome = outcomeTakenOver
 		log.Warn("turn taken over by another process; leaving the thread to it")
@@ -180,14 +195,10 @@ func (b *Bot) runTurn(j *job) {
 		// post and this write is the one window in which a restart finds
 		// the turn unfinished with its answer posted (claim checks the
 		// thread for it).
-		b.endTurn(post, prog, res.id, session.TurnDone, "", log)
+		b.endTurn(prog, res.id, session.TurnDone, "", log)
 		b.unreact(post, in, reactWorking)
 		b.react(post, in, reactDone)
 	default:
-		var sentence string
-		var state session.TurnState
-		res.outcome, state, sentence = classify(err, context.Cause(ctx), b.cfg.TurnTimeout, b.cfg.Recovery)
-		res.err = err
 		if res.outcome == outcomeStopped {
 			var s *stoppedBy
 			errors.As(context.Cause(ctx), &s)
@@ -196,11 +207,9 @@ func (b *Bot) runTurn(j *job) {
 			log.Warn("turn interrupted by shutdown; the next start picks it up", "outcome", res.outcome, "err", err)
 			b.postOut(post, in, Outgoing{Text: sentence}, log)
 		} else {
-			res.ref = newID(3)
 			log.Error("turn failed", "ref", res.ref, "outcome", res.outcome, "err", err)
 			b.postOut(post, in, ErrorMessage(sentence, res.ref), log)
 		}
-		b.endTurn(post, prog, res.id, state, res.ref, log)
 		b.unreact(post, in, reactWorking)
 		if res.outcome != outcomeStopped && state != session.TurnInterrupted {
 			b.react(post, in, reactFailed)
@@ -224,11 +233,15 @@ func (b *Bot) runTurn(j *job) {
 }
 
 // endTurn records where a started turn ended: a final state, or interrupted
-// (not ended) so the next start picks it up.
-func (b *Bot) endTurn(ctx context.Context, prog *progress, turnID string, state session.TurnState, ref string, log *slog.Logger) {
+// (not ended) so the next start picks it up. The write has its own short
+// deadline, apart from the Slack calls' context, which may already be
+// cancelled at shutdown.
+func (b *Bot) endTurn(prog *progress, turnID string, state session.TurnState, ref string, log *slog.Logger) {
 	if !prog.started {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	var err error
 	if state == session.TurnInterrupted {
 		err = b.cfg.Store.SetTurnState(ctx, turnID, state)
