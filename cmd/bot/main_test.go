@@ -243,3 +243,22 @@ func TestRepoFlagWithConfigRepos(t *testing.T) {
 		}
 	})
 }
+
+// bot sessions only reads: with no SQLite store yet it says so and creates
+// neither the data directory nor an empty database.
+func TestSessionsWithoutStore(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	for _, store := range []string{"", "sqlite"} {
+		var out, errOut bytes.Buffer
+		env := envMap(map[string]string{"REPO_PATH": testRepo(t), "BOT_DATA_DIR": dataDir, "BOT_STORE": store})
+		if err := run(t.Context(), []string{"sessions"}, env, strings.NewReader(""), &out, &errOut); err != nil {
+			t.Fatalf("BOT_STORE=%q: %v\nstderr: %s", store, err, errOut.String())
+		}
+		if want := "No sessions: no store at " + filepath.Join(dataDir, "askrepo.db"); !strings.Contains(out.String(), want) {
+			t.Errorf("BOT_STORE=%q: output %q lacks %q", store, out.String(), want)
+		}
+		if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+			t.Fatalf("BOT_STORE=%q: bot sessions created %s (stat: %v)", store, dataDir, err)
+		}
+	}
+}

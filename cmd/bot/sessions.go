@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -13,7 +17,19 @@ import (
 
 // runSessions lists stored thread sessions with their token totals, newest
 // first, so an operator can see what the bot remembers and what it costs.
+// Listing only reads: a SQLite store that does not exist yet is reported,
+// not created (with the data directory) as serving would.
 func runSessions(ctx context.Context, cfg config.Config, stdout io.Writer) error {
+	if spec := cfg.Store.Reveal(); spec == "" || spec == "sqlite" {
+		db := filepath.Join(cfg.DataDir, session.SQLiteFile)
+		if abs, err := filepath.Abs(db); err == nil {
+			db = abs
+		}
+		if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stdout, "No sessions: no store at %s (it is created when bot serve first runs with BOT_DATA_DIR=%s).\n", db, cfg.DataDir)
+			return nil
+		}
+	}
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
