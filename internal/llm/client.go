@@ -254,7 +254,7 @@ func (c *Client) once(ctx context.Context, creq openai.ChatCompletionRequest, x 
 	var resp Response
 	var err error
 	if c.cfg.Stream {
-		resp, err = c.streamOnce(actx, creq)
+		resp, err = c.streamOnce(actx, creq, x)
 	} else {
 		resp, err = c.plainOnce(actx, creq, x)
 	}

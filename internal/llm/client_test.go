@@ -552,6 +552,28 @@ func TestFailures(t *testing.T) {
 			says:     []string{"OpenAI-compatible /v1 endpoint"},
 		},
 		{
+			name: "200 with an html page while streaming is not a chat completion",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				w.WriteHeader(200)
+				w.Write([]byte("<html><head><title>Welcome to nginx!</title></head><body>hi</body></html>\n"))
+			},
+			stream:   true,
+			kind:     ErrUnavailable,
+			attempts: 1,
+			status:   200,
+			says:     []string{"text/html", "not an event stream", "OpenAI-compatible /v1 endpoint"},
+		},
+		{
+			name:     "event stream cut before its first event is retried",
+			reply:    sseCut(),
+			stream:   true,
+			kind:     ErrUnavailable,
+			attempts: 4,
+			says:     []string{"stream ended before the model finished"},
+			not:      []string{"OpenAI-compatible"},
+		},
+		{
 			name:     "stream cut before finishing is retried",
 			reply:    sseCut(chunk(`{"role":"assistant","content":"Hal"}`, "")),
 			stream:   true,

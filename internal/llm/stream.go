@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net/http"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -16,7 +18,7 @@ import (
 // streamOnce sends one streaming request and assembles the whole answer.
 // Nothing reaches the caller before the stream ends, so a stream broken
 // halfway can be retried from scratch.
-func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionRequest) (Response, error) {
+func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionRequest, x *exchange) (resp Response, err error) {
 	stream, err := c.api.CreateChatCompletionStream(ctx, creq)
 	if err != nil {
 		// On failure go-openai returns a reader with no response; there is
@@ -24,11 +26,23 @@ func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionReque
 		return Response{}, err
 	}
 	defer stream.Close()
+	chunks := 0
+	defer func() {
+		// go-openai skips lines that are not "data:" events, so a 200 that
+		// is not an event stream at all (an HTML page from a wrong base
+		// URL) looks like a stream that ended early, and would be retried
+		// as one. Without a single event and with another content type it
+		// is the wrong endpoint, which retrying cannot fix.
+		if err != nil && chunks == 0 && x.status == http.StatusOK && !isEventStream(x.header) {
+			err = fmt.Errorf("%w: the server answered 200 with Content-Type %q, not an event stream (text/event-stream): %v",
+				errMalformed, x.header.Get("Content-Type"), err)
+		}
+	}()
 
+	resp = Response{Message: Message{Role: RoleAssistant}}
 	var (
 		content, reasoning strings.Builder
 		acc                toolCallAccumulator
-		resp               = Response{Message: Message{Role: RoleAssistant}}
 		// usageOnly is set by a chunk that carries usage and no choices:
 		// the closing chunk of stream_options.include_usage.
 		usageOnly bool
@@ -41,6 +55,7 @@ func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionReque
 		if err != nil {
 			return Response{}, err
 		}
+		chunks++
 		var chunk openai.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
 			return Response{}, fmt.Errorf("%w: a stream chunk is not JSON: %v", errMalformed, err)
@@ -77,6 +92,12 @@ func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionReque
 	resp.Message.Reasoning = reasoning.String()
 	resp.Message.ToolCalls = acc.finish()
 	return resp, c.checkTruncated(resp)
+}
+
+// isEventStream reports whether h declares a server-sent event stream.
+func isEventStream(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "text/event-stream"
 }
 
 // toolCallAccumulator assembles tool calls from stream deltas. Servers
