@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,11 +182,21 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 // Environ returns a lookup over the process environment layered on top of the
 // .env file at path: a variable set in the real environment always wins, as
 // godotenv.Load does, but without mutating the process environment. A
-// missing .env file is not an error.
+// missing .env file is not an error. One that does not parse stops every
+// command, so the error names the file's absolute path and line (the
+// directory it was found in is often not the one the reader thinks of) and
+// never its text, which holds secrets.
 func Environ(path string) (func(string) (string, bool), error) {
-	dot, err := godotenv.Read(path)
+	var dot map[string]string
+	content, err := os.ReadFile(path)
+	if err == nil {
+		dot, err = godotenv.UnmarshalBytes(content)
+	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		if abs, aerr := filepath.Abs(path); aerr == nil {
+			path = abs
+		}
+		return nil, fmt.Errorf("read %s: %s; fix the line or remove the file (real environment variables also work)", path, dotenvProblem(content, err))
 	}
 	return func(name string) (string, bool) {
 		if v, ok := os.LookupEnv(name); ok {
@@ -194,6 +205,39 @@ func Environ(path string) (func(string) (string, bool), error) {
 		v, ok := dot[name]
 		return v, ok
 	}, nil
+}
+
+// godotenv's parse errors quote the rest of the file from the bad
+// statement on, secrets included.
+var dotenvBadChar = regexp.MustCompile(`^unexpected character ("(?:[^"\\]|\\.)*") in variable name near ("(?:[^"\\]|\\.)*")$`)
+
+// dotenvProblem describes a .env parse error by line, without the file's
+// text.
+func dotenvProblem(content []byte, err error) string {
+	src := strings.ReplaceAll(string(content), "\r\n", "\n") // as godotenv reads it
+	lineOf := func(rest string) string {
+		if rest == "" || !strings.HasSuffix(src, rest) {
+			return ""
+		}
+		return fmt.Sprintf("line %d: ", 1+strings.Count(src[:len(src)-len(rest)], "\n"))
+	}
+	msg := err.Error()
+	if m := dotenvBadChar.FindStringSubmatch(msg); m != nil {
+		char, _ := strconv.Unquote(m[1])
+		near, _ := strconv.Unquote(m[2])
+		return fmt.Sprintf("%sunexpected character %q in a variable name (want NAME=value)", lineOf(near), char)
+	}
+	if value, ok := strings.CutPrefix(msg, "unterminated quoted value "); ok {
+		line := ""
+		if i := strings.LastIndex(src, value); i >= 0 {
+			line = lineOf(src[i:])
+		}
+		return line + "a quoted value has no closing quote"
+	}
+	if _, ok := errors.AsType[*os.PathError](err); ok {
+		return msg // the file could not be read: no content in it
+	}
+	return "cannot parse it"
 }
 
 // SlackEnabled reports whether both Slack tokens are set.
