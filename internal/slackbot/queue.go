@@ -1,6 +1,7 @@
 package slackbot
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,9 @@ type job struct {
 	// turnID is the ID the turn gets; empty means a random one. Replicas
 	// derive it from the message (see messageTurnID).
 	turnID string
+	// holdsLease, set by replicas, reports whether this process still
+	// holds the thread's lease, renewing it; nil without replicas.
+	holdsLease func(context.Context) bool
 }
 
 // dispatcher runs each thread's jobs one at a time in arrival order, and at

@@ -378,10 +378,33 @@ func (r *replicas) run(d *drainer, j *job) bool {
 	d.turn.Store(j.turnID)
 	defer d.turn.Store("")
 	defer r.watchStops(j.turnID)()
+	j.holdsLease = func(ctx context.Context) bool { return r.holds(ctx, d) }
 	q.running.Add(1)
 	defer q.running.Add(-1)
 	r.b.runTurn(j)
 	return true
+}
+
+// holds renews d's lease and reports whether this replica still has it. A
+// turn asks right before posting its answer: if its lease lapsed during
+// the last step (the step stored, the answer not yet posted), another
+// replica may have claimed the turn, found it ending in an answer and
+// posted that, and a second copy must not follow. The renewal keeps the
+// lease for a full TTL, far longer than the post takes. If the store
+// cannot tell, the answer is posted: a rare double beats a lost answer.
+func (r *replicas) holds(ctx context.Context, d *drainer) bool {
+	if d.lost.Load() {
+		return false
+	}
+	ok, err := r.store.RenewThread(ctx, d.key, r.owner, r.ttl)
+	if err != nil {
+		r.b.log.Warn("check the thread lease before posting an answer; posting", "thread", d.key.String(), "err", err)
+		return true
+	}
+	if !ok {
+		d.lost.Store(true)
+	}
+	return ok
 }
 
 // keepLease renews d's lease every third of the TTL until the returned

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
@@ -254,6 +255,76 @@ func TestReplicaTakesOverAThreadWhoseLeaseExpired(t *testing.T) {
 	}
 	if n := strings.Count(strings.Join(allTexts(msgs), "\n"), "picking it up where I left off"); n != 1 {
 		t.Errorf("the thread was told %d times that the answer is being resumed, want once", n)
+	}
+}
+
+// pausedAfterAnswer is a replica's store that, once it has stored a step
+// ending in the answer, stops the replica's lease renewals and holds the
+// turn there: the window between the last step and the answer's post.
+type pausedAfterAnswer struct {
+	session.Store
+	stall  *stallable
+	stored chan struct{}
+	resume chan struct{}
+}
+
+func (s *pausedAfterAnswer) AppendStep(ctx context.Context, turnID string, msgs []llm.Message, usage llm.Usage) error {
+	err := s.Store.AppendStep(ctx, turnID, msgs, usage)
+	if last := msgs[len(msgs)-1]; err == nil && last.Role == llm.RoleAssistant && len(last.ToolCalls) == 0 {
+		s.stall.stalled.Store(true)
+		close(s.stored)
+		<-s.resume
+	}
+	return err
+}
+
+// A replica whose lease lapses after it stored the answer but before it
+// posted it leaves the answer to the replica that claimed the turn (which
+// found the stored answer and posted it): one answer in the thread.
+func TestReplicaLosingItsLeaseBeforePostingLeavesTheAnswerToTheOther(t *testing.T) {
+	paused := &pausedAfterAnswer{stored: make(chan struct{}), resume: make(chan struct{})}
+	t.Cleanup(func() {
+		select {
+		case <-paused.resume:
+		default:
+			close(paused.resume)
+		}
+	})
+	p := newReplicaPair(t, readThenAnswer, func(name string, c *Config) {
+		if name != "replica-a" {
+			return
+		}
+		paused.stall = &stallable{Shared: c.Shared}
+		c.Shared = paused.stall
+		paused.Store = c.Store
+		c.Store = paused
+	})
+	root := p.a.slack.NextTS()
+	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> what is widget?", root, ""))
+	select {
+	case <-paused.stored:
+	case <-p.a.ctx().Done():
+		t.Fatal("replica a never stored its answer step")
+	}
+	// Replica b claims the thread once a's lease expired and posts the
+	// stored answer; then a, back, gets to its post.
+	p.b.waitReaction("C1", root, reactDone)
+	paused.stall.stalled.Store(false)
+	close(paused.resume)
+	ctx := p.a.ctx()
+	for len(p.a.logLines("turn")) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("replica a never ended its turn")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	if got := outcomes(p.a.logLines("turn")); !slices.Equal(got, []string{outcomeTakenOver}) {
+		t.Errorf("replica a's turn outcomes %v, want [%s]", got, outcomeTakenOver)
+	}
+	msgs := p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+	if n := len(answers(msgs)); n != 1 {
+		t.Errorf("%d answers, want 1: %q", n, allTexts(msgs))
 	}
 }
 

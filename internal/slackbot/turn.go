@@ -188,6 +188,12 @@ func (b *Bot) runTurn(j *job) {
 		res.outcome = outcomeTakenOver
 		log.Warn("turn taken over by another process; leaving the thread to it")
 		b.unreact(post, in, reactWorking)
+	case err == nil && !b.stillHolds(j):
+		// The lease lapsed after the last step was stored: the replica
+		// that claimed the turn posts its answer.
+		res.outcome = outcomeTakenOver
+		log.Warn("thread lease lost before the answer was posted; leaving the answer to the replica that holds it")
+		b.unreact(post, in, reactWorking)
 	case err == nil:
 		res.outcome = outcomeAnswered
 		b.postAnswer(post, in, b.cite(post, co, answer), co, res, time.Since(start), log)
@@ -230,6 +236,17 @@ func (b *Bot) runTurn(j *job) {
 		"hit_max_steps", prog.hitMaxSteps,
 		"ref", res.ref,
 	)
+}
+
+// stillHolds reports whether the turn may post its answer: always without
+// replicas, else while this replica holds the thread's lease.
+func (b *Bot) stillHolds(j *job) bool {
+	if j.holdsLease == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return j.holdsLease(ctx)
 }
 
 // endTurn records where a started turn ended: a final state, or interrupted
