@@ -53,8 +53,14 @@ func (e Event) Retry(attempt int, reason string) Event {
 // channel. threadTS is "" for a top-level mention. The text is also rendered as a
 // rich_text block, with mentions as user elements, as Slack's clients do.
 func AppMention(channel, user, text, ts, threadTS string) Event {
+	return Event{Inner: humanEvent("app_mention", channel, user, text, ts, threadTS)}
+}
+
+// humanEvent is the inner event a person's message produces, as app_mention
+// or message: the fields both share.
+func humanEvent(typ, channel, user, text, ts, threadTS string) map[string]any {
 	in := map[string]any{
-		"type":          "app_mention",
+		"type":          typ,
 		"client_msg_id": clientMsgID(channel, ts, text),
 		"user":          user,
 		"text":          text,
@@ -65,25 +71,14 @@ func AppMention(channel, user, text, ts, threadTS string) Event {
 	if threadTS != "" {
 		in["thread_ts"] = threadTS
 	}
-	return Event{Inner: in}
+	return in
 }
 
 // UserMessage is a plain user message event as delivered for message.channels
 // (channelType "channel"), message.groups ("group") or message.im ("im").
 func UserMessage(channel, channelType, user, text, ts, threadTS string) Event {
-	in := map[string]any{
-		"type":          "message",
-		"client_msg_id": clientMsgID(channel, ts, text),
-		"user":          user,
-		"text":          text,
-		"ts":            ts,
-		"channel":       channel,
-		"channel_type":  channelType,
-		"blocks":        richText(text),
-	}
-	if threadTS != "" {
-		in["thread_ts"] = threadTS
-	}
+	in := humanEvent("message", channel, user, text, ts, threadTS)
+	in["channel_type"] = channelType
 	return Event{Inner: in}
 }
 
