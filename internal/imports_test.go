@@ -43,6 +43,9 @@ func TestImportRules(t *testing.T) {
 		{"internal/cite imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/cite" && strings.HasPrefix(dep, mod+"internal/")
 		}},
+		{"internal/termsafe imports no other internal package", func(pkg, dep string) bool {
+			return pkg == "internal/termsafe" && strings.HasPrefix(dep, mod+"internal/")
+		}},
 	}
 	if len(imports) < 5 {
 		t.Fatalf("go list found only %d packages: %v", len(imports), imports)
