@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -205,7 +206,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 			return Response{}, &APIError{
 				Kind: f.kind, Host: c.host, Model: c.cfg.Model, StatusCode: f.status,
 				Attempts: attempt, Elapsed: time.Since(start), Message: f.message,
-				RetryAfter: f.retryAfter, cause: f.cause, contextTooLong: f.tooLong,
+				RetryAfter: f.retryAfter, cause: f.cause, contextTooLong: f.tooLong, endpoint: f.endpoint,
 			}
 		}
 		if !f.retryable || attempt > c.cfg.MaxRetries {
@@ -330,6 +331,8 @@ type failure struct {
 	// tooLong: the server said the prompt does not fit the model's
 	// context window.
 	tooLong bool
+	// endpoint: the base URL does not lead to the API.
+	endpoint endpointProblem
 }
 
 // contextTooLong reports whether a rejection says the prompt is over the
@@ -397,8 +400,7 @@ func (c *Client) classify(err error, x *exchange) failure {
 		f.status = 0
 		return c.finish(f, x)
 	case errors.Is(err, errMalformed):
-		f.message = err.Error() + "; is the base URL an OpenAI-compatible /v1 endpoint?"
-		return c.finish(f, x)
+		return c.finish(malformed(f, err, x), x)
 	default:
 		for _, le := range localErrors {
 			if errors.Is(err, le) {
@@ -418,6 +420,9 @@ func (c *Client) classify(err error, x *exchange) failure {
 		return c.finish(f, x)
 	}
 
+	if noRoute(f.status, f.message) {
+		f.endpoint = noEndpoint
+	}
 	switch s := f.status; {
 	case s == 0:
 	case s == http.StatusTooManyRequests:
@@ -432,6 +437,16 @@ func (c *Client) classify(err error, x *exchange) failure {
 		f.tooLong = false
 	}
 	return c.finish(f, x)
+}
+
+// malformed describes a 200 that is not a chat completion: a web page, by
+// its title, or whatever else it was.
+func malformed(f failure, err error, x *exchange) failure {
+	f.endpoint, f.message = notCompletion, strings.TrimPrefix(err.Error(), errMalformed.Error()+": ")
+	if isHTML(x.header, x.body.Bytes()) {
+		f.endpoint, f.message = htmlPage, htmlTitle(x.body.Bytes())
+	}
+	return f
 }
 
 // finish adds the server's Retry-After and scrubs the message.
@@ -464,15 +479,41 @@ func (c *Client) redact(s string) string {
 func bodyText(b []byte) string {
 	s := string(bytes.TrimSpace(b))
 	if strings.HasPrefix(s, "<") {
-		if i := strings.Index(strings.ToLower(s), "<title>"); i >= 0 {
-			rest := s[i+len("<title>"):]
-			if j := strings.Index(strings.ToLower(rest), "</title>"); j >= 0 {
-				return strings.TrimSpace(rest[:j])
-			}
+		if t := htmlTitle(b); t != "" {
+			return t
 		}
 		return "an HTML page"
 	}
 	return s
+}
+
+// htmlTitle is the <title> of an HTML page, or "".
+func htmlTitle(b []byte) string {
+	s := string(b)
+	if i := strings.Index(strings.ToLower(s), "<title>"); i >= 0 {
+		rest := s[i+len("<title>"):]
+		if j := strings.Index(strings.ToLower(rest), "</title>"); j >= 0 {
+			return strings.TrimSpace(rest[:j])
+		}
+	}
+	return ""
+}
+
+// isHTML reports whether a response is a web page: by its Content-Type,
+// or, without one, by its first character.
+func isHTML(h http.Header, body []byte) bool {
+	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err == nil {
+		return mt == "text/html" || mt == "application/xhtml+xml"
+	}
+	return bytes.HasPrefix(bytes.TrimSpace(body), []byte("<"))
+}
+
+// noRoute reports whether a 404 or 405 says the route is missing, most
+// often a base URL without its /v1: a server that knows the route names
+// the model it cannot find (OpenAI, Ollama, vLLM all do).
+func noRoute(status int, message string) bool {
+	return (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) &&
+		!strings.Contains(strings.ToLower(message), "model")
 }
 
 // oneLine collapses whitespace and cuts s to at most n bytes on a rune

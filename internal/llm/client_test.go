@@ -450,6 +450,7 @@ func TestFailures(t *testing.T) {
 		name     string
 		reply    reply
 		stream   bool
+		base     string // the base URL's path; default /v1
 		kind     error
 		attempts int // requests the server should see (MaxRetries is 3)
 		status   int
@@ -531,6 +532,48 @@ func TestFailures(t *testing.T) {
 			attempts: 1,
 			status:   404,
 			says:     []string{"not found", "OPENAI_MODEL"},
+			not:      []string{"OPENAI_BASE_URL"},
+		},
+		{
+			name:     "404 unknown model from vLLM",
+			reply:    jsonReply(404, `{"object":"error","message":"The model `+"`test-model`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`),
+			kind:     ErrBadRequest,
+			attempts: 1,
+			status:   404,
+			says:     []string{"does not exist", "OPENAI_MODEL"},
+			not:      []string{"OPENAI_BASE_URL"},
+		},
+		{
+			name:     "404 from a base URL without /v1 blames the URL, not the model",
+			base:     "/",
+			reply:    jsonReply(200, completion(`{"role":"assistant","content":"unreachable"}`, "stop", `{}`)),
+			kind:     ErrBadRequest,
+			attempts: 1,
+			status:   404,
+			says:     []string{"wrong path /chat/completions", "check OPENAI_BASE_URL", "usually ends in /v1"},
+			not:      []string{"OPENAI_MODEL", "model name"},
+		},
+		{
+			name:     "404 invalid URL from OpenAI blames the URL",
+			reply:    jsonReply(404, `{"error":{"message":"Invalid URL (POST /chat/completions)","type":"invalid_request_error","param":null,"code":null}}`),
+			kind:     ErrBadRequest,
+			attempts: 1,
+			status:   404,
+			says:     []string{"Invalid URL", "check OPENAI_BASE_URL", "usually ends in /v1"},
+			not:      []string{"OPENAI_MODEL"},
+		},
+		{
+			name: "404 html page blames the URL",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(404)
+				w.Write([]byte("<html><head><title>404 Not Found</title></head><body><center>nginx</center></body></html>"))
+			},
+			kind:     ErrBadRequest,
+			attempts: 1,
+			status:   404,
+			says:     []string{"404 Not Found", "check OPENAI_BASE_URL", "usually ends in /v1"},
+			not:      []string{"OPENAI_MODEL"},
 		},
 		{
 			name:     "401 echoing the key",
@@ -549,7 +592,8 @@ func TestFailures(t *testing.T) {
 			kind:     ErrUnavailable,
 			attempts: 1,
 			status:   200,
-			says:     []string{"OpenAI-compatible /v1 endpoint"},
+			says:     []string{"answered with an HTML page, not the API", "check OPENAI_BASE_URL"},
+			not:      []string{"invalid character", "try again"},
 		},
 		{
 			name: "200 with an html page while streaming is not a chat completion",
@@ -562,7 +606,18 @@ func TestFailures(t *testing.T) {
 			kind:     ErrUnavailable,
 			attempts: 1,
 			status:   200,
-			says:     []string{"text/html", "not an event stream", "OpenAI-compatible /v1 endpoint"},
+			says:     []string{"answered with an HTML page, not the API", `"Welcome to nginx!"`, "check OPENAI_BASE_URL"},
+			not:      []string{"stream ended", "try again"},
+		},
+		{
+			name:     "200 with a whole completion while streaming says the server does not stream",
+			reply:    jsonReply(200, completion(`{"role":"assistant","content":"hi"}`, "stop", `{}`)),
+			stream:   true,
+			kind:     ErrUnavailable,
+			attempts: 1,
+			status:   200,
+			says:     []string{`"application/json"`, "not an event stream", "OPENAI_STREAM=false", "OPENAI_BASE_URL"},
+			not:      []string{"stream ended", "try again"},
 		},
 		{
 			name:     "event stream cut before its first event is retried",
@@ -593,7 +648,12 @@ func TestFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeAPI(t, tt.reply)
-			c, logs := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = tt.stream })
+			c, logs := newTestClient(t, f, func(cfg *ClientConfig) {
+				cfg.Stream = tt.stream
+				if tt.base != "" {
+					cfg.BaseURL = f.srv.URL + tt.base
+				}
+			})
 			_, err := c.Complete(t.Context(), askRequest())
 			if err == nil {
 				t.Fatal("Complete succeeded, want an error")

@@ -49,6 +49,9 @@ type APIError struct {
 	// contextTooLong: the server rejected the prompt as longer than the
 	// model's context window, which no model-name fix can help.
 	contextTooLong bool
+	// endpoint: what answered is not the chat completions API, which is
+	// the base URL's fault whatever the status says.
+	endpoint endpointProblem
 
 	// cause is a transport or context error kept for errors.Is/As (for
 	// example context.DeadlineExceeded); server error bodies are not kept,
@@ -66,6 +69,10 @@ func (e *APIError) Error() string {
 	msg := e.Message
 	if msg != "" {
 		msg = ": " + msg
+	}
+	if e.endpoint != endpointOK {
+		e.endpoint.describe(&b, host, e.StatusCode, e.Message)
+		return b.String()
 	}
 	switch {
 	case errors.Is(e.Kind, ErrRateLimited):
@@ -118,4 +125,42 @@ func roundElapsed(d time.Duration) time.Duration {
 		return d.Round(100 * time.Millisecond)
 	}
 	return d.Round(time.Millisecond)
+}
+
+// endpointProblem is how an answer shows that the base URL does not lead to
+// an OpenAI-compatible API. Whatever the status, the fix is the same
+// setting, so the message names it rather than the model or the server.
+type endpointProblem int
+
+const (
+	endpointOK endpointProblem = iota
+	// noEndpoint: 404 or 405 not about the model: there is no chat
+	// completions route under the base URL.
+	noEndpoint
+	// htmlPage: a web page (a login portal, a web server's start page).
+	htmlPage
+	// notCompletion: a 200 that is neither a chat completion nor an event
+	// stream of one.
+	notCompletion
+)
+
+const baseURLAdvice = "check OPENAI_BASE_URL: it is the API root, which usually ends in /v1 (" + DefaultBaseURL + ", http://localhost:11434/v1)"
+
+func (p endpointProblem) describe(b *strings.Builder, host string, status int, message string) {
+	switch p {
+	case noEndpoint:
+		fmt.Fprintf(b, "the server at %s has no chat completions API under the base URL (%d", host, status)
+		if message != "" {
+			b.WriteString(": " + message)
+		}
+		b.WriteString("); " + baseURLAdvice)
+	case htmlPage:
+		fmt.Fprintf(b, "the server at %s answered with an HTML page, not the API", host)
+		if message != "" {
+			fmt.Fprintf(b, " (%q)", message)
+		}
+		b.WriteString("; " + baseURLAdvice)
+	default:
+		fmt.Fprintf(b, "the server at %s answered %d, but not with a chat completion (%s); %s", host, status, message, baseURLAdvice)
+	}
 }

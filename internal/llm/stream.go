@@ -34,8 +34,8 @@ func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionReque
 		// as one. Without a single event and with another content type it
 		// is the wrong endpoint, which retrying cannot fix.
 		if err != nil && chunks == 0 && x.status == http.StatusOK && !isEventStream(x.header) {
-			err = fmt.Errorf("%w: the server answered 200 with Content-Type %q, not an event stream (text/event-stream): %v",
-				errMalformed, x.header.Get("Content-Type"), err)
+			err = fmt.Errorf("%w: Content-Type %q is not an event stream (text/event-stream); if the server cannot stream, set OPENAI_STREAM=false",
+				errMalformed, x.header.Get("Content-Type"))
 		}
 	}()
 

@@ -24,7 +24,8 @@ type exchangeKey struct{}
 type exchange struct {
 	// keepBody asks for a copy of a successful body, so fields go-openai does
 	// not map (DeepSeek's prompt_cache_hit_tokens) can be read. Only set for
-	// non-streaming calls, whose bodies are one bounded JSON document.
+	// non-streaming calls, whose bodies are one bounded JSON document; a
+	// streaming call keeps the body only when it is not an event stream.
 	keepBody bool
 
 	status int
@@ -65,7 +66,9 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(b))
-	case x.keepBody:
+	case x.keepBody || !isEventStream(resp.Header):
+		// A streaming request answered by something other than an event
+		// stream is kept too, to say what it was (an HTML page's title).
 		resp.Body = &teeBody{ReadCloser: resp.Body, dst: &x.body}
 	}
 	return resp, nil
