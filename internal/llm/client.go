@@ -42,8 +42,9 @@ type ClientConfig struct {
 	APIKey string
 	Model  string
 	// Stream asks for server-sent events. The answer is still returned whole;
-	// streaming keeps long generations from tripping idle timeouts of proxies
-	// and lets usage arrive in the final chunk (stream_options.include_usage).
+	// streaming keeps long generations from tripping idle timeouts of proxies,
+	// lets usage arrive in the final chunk (stream_options.include_usage),
+	// and lets a listener set with WithText show the text as it is written.
 	Stream bool
 	// Temperature nil leaves the server default. A zero value is sent as
 	// math.SmallestNonzeroFloat32: go-openai's field is a float32 with
@@ -184,8 +185,9 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		return Response{}, &APIError{Kind: ErrBadRequest, Host: c.host, Model: c.cfg.Model, Message: c.redact(err.Error())}
 	}
 	start := time.Now()
+	onText := textFunc(ctx)
 	for attempt := 1; ; attempt++ {
-		x := &exchange{keepBody: !c.cfg.Stream}
+		x := &exchange{keepBody: !c.cfg.Stream, attempt: attempt, onText: onText}
 		resp, err := c.once(ctx, creq, x)
 		if err == nil {
 			c.log.Debug("model completion",

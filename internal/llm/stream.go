@@ -16,8 +16,9 @@ import (
 )
 
 // streamOnce sends one streaming request and assembles the whole answer.
-// Nothing reaches the caller before the stream ends, so a stream broken
-// halfway can be retried from scratch.
+// The answer is returned only when the stream ends, so a stream broken
+// halfway can be retried from scratch; a listener set with WithText hears
+// the text as it arrives, with the attempt it belongs to.
 func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionRequest, x *exchange) (resp Response, err error) {
 	stream, err := c.api.CreateChatCompletionStream(ctx, creq)
 	if err != nil {
@@ -71,6 +72,9 @@ func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionReque
 				continue
 			}
 			content.WriteString(ch.Delta.Content)
+			if x.onText != nil && ch.Delta.Content != "" {
+				x.onText(x.attempt, ch.Delta.Content)
+			}
 			reasoning.WriteString(ch.Delta.ReasoningContent)
 			for _, tc := range ch.Delta.ToolCalls {
 				acc.add(tc)
@@ -169,4 +173,27 @@ func (a *toolCallAccumulator) finish() []ToolCall {
 		out[i] = c
 	}
 	return out
+}
+
+// TextFunc hears the text of a streamed reply as it arrives. attempt counts
+// the tries of one request from 1: text heard under an earlier attempt
+// belongs to a stream that broke, and the new attempt starts over.
+type TextFunc func(attempt int, text string)
+
+type textKey struct{}
+
+// WithText returns a context under which a streaming Client calls f with
+// each piece of a reply's text (not its reasoning or tool calls) as it
+// arrives, from the goroutine that called Complete, before Complete
+// returns. Passing it through the context lets a terminal show an answer
+// as it is written without the agent loop in between knowing of it.
+// Without streaming (ClientConfig.Stream false, the demo model) nothing is
+// heard and the text comes whole in the Response.
+func WithText(ctx context.Context, f TextFunc) context.Context {
+	return context.WithValue(ctx, textKey{}, f)
+}
+
+func textFunc(ctx context.Context) TextFunc {
+	f, _ := ctx.Value(textKey{}).(TextFunc)
+	return f
 }

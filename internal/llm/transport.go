@@ -28,6 +28,11 @@ type exchange struct {
 	// streaming call keeps the body only when it is not an event stream.
 	keepBody bool
 
+	// attempt numbers the tries of one request from 1; onText, when set,
+	// hears a streamed reply's text (see WithText).
+	attempt int
+	onText  TextFunc
+
 	status int
 	header http.Header
 	body   bytes.Buffer

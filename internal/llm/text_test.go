@@ -1,0 +1,90 @@
+package llm
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type heard struct {
+	Attempt int
+	Text    string
+}
+
+// textRecorder is a TextFunc that keeps what it hears.
+type textRecorder struct {
+	mu  sync.Mutex
+	got []heard
+}
+
+func (r *textRecorder) hear(attempt int, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, heard{attempt, text})
+}
+
+// A listener hears a streamed reply's text as it arrives, piece by piece,
+// with the attempt it belongs to, so it can start over when a broken
+// stream is retried; reasoning and tool calls are not text.
+func TestWithTextHearsTheStream(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		replies []reply
+		stream  bool
+		want    []heard
+	}{
+		{
+			name: "text as it arrives",
+			replies: []reply{sse(
+				chunk(`{"role":"assistant","reasoning_content":"thinking"}`, ""),
+				chunk(`{"content":"Back"}`, ""),
+				chunk(`{"content":"off doubles."}`, ""),
+				chunk(`{}`, "stop"),
+			)},
+			stream: true,
+			want:   []heard{{1, "Back"}, {1, "off doubles."}},
+		},
+		{
+			name: "a broken stream is heard again from its retry",
+			replies: []reply{
+				sseCut(chunk(`{"role":"assistant","content":"Hal"}`, "")),
+				sse(chunk(`{"role":"assistant","content":"Hello"}`, ""), chunk(`{}`, "stop")),
+			},
+			stream: true,
+			want:   []heard{{1, "Hal"}, {2, "Hello"}},
+		},
+		{
+			name:    "tool calls are not text",
+			replies: []reply{sse(chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"list_files","arguments":"{}"}}]}`, ""), chunk(`{}`, "tool_calls"))},
+			stream:  true,
+		},
+		{
+			name:    "without streaming nothing is heard",
+			replies: []reply{jsonReply(200, completion(`{"role":"assistant","content":"whole"}`, "stop", `{}`))},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAPI(t, tc.replies...)
+			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = tc.stream })
+			var rec textRecorder
+			if _, err := c.Complete(WithText(t.Context(), rec.hear), askRequest()); err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, rec.got); diff != "" {
+				t.Errorf("heard (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Without a listener, streaming works as before.
+func TestWithTextIsOptional(t *testing.T) {
+	f := newFakeAPI(t, sse(chunk(`{"role":"assistant","content":"hi"}`, ""), chunk(`{}`, "stop")))
+	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = true })
+	resp, err := c.Complete(context.Background(), askRequest())
+	if err != nil || resp.Message.Content != "hi" {
+		t.Fatalf("Complete = %q, %v", resp.Message.Content, err)
+	}
+}
