@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,9 +22,13 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env, err := config.Environ(".env")
+	env := os.LookupEnv
+	dot, err := config.DotEnv(".env")
+	if errors.Is(err, fs.ErrNotExist) {
+		dot, err = nil, nil
+	}
 	if err == nil {
-		err = run(ctx, os.Args[1:], env, os.Stdin, os.Stdout, os.Stderr)
+		err = run(ctx, os.Args[1:], config.Over(env, dot), os.Stdin, os.Stdout, os.Stderr)
 	}
 	if err != nil {
 		var usage usageError

@@ -129,7 +129,7 @@ var Settings = []Setting{
 
 // Load builds the configuration: defaults, then the YAML file named by
 // BOT_CONFIG (looked up in env), then env, then overrides (flags, keyed by
-// environment name). env is usually Environ layered over a .env file.
+// environment name). env is usually the process environment Over a .env file.
 func Load(env func(string) (string, bool), overrides map[string]string) (Config, error) {
 	var c Config
 	var errs []error
@@ -145,24 +145,7 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 		return env(name)
 	}
 	if file, ok := lookup("BOT_CONFIG"); ok && file != "" {
-		values, err := readYAML(file)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		for _, s := range Settings {
-			v, ok := values[s.YAML]
-			if !ok || s.YAML == "" {
-				continue
-			}
-			if err := s.set(&c, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %s: %w", file, s.YAML, err))
-			}
-		}
-		for k := range values {
-			if !slices.ContainsFunc(Settings, func(s Setting) bool { return s.YAML == k }) && !strings.HasPrefix(k, "repos") {
-				errs = append(errs, fmt.Errorf("%s: unknown setting %q", file, k))
-			}
-		}
+		errs = append(errs, c.applyYAML(file)...)
 	}
 	for _, s := range Settings {
 		v, ok := lookup(s.Env)
@@ -179,32 +162,39 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 	return c, errors.Join(errs...)
 }
 
-// Environ returns a lookup over the process environment layered on top of the
-// .env file at path: a variable set in the real environment always wins, as
-// godotenv.Load does, but without mutating the process environment. A
-// missing .env file is not an error. One that does not parse stops every
-// command, so the error names the file's absolute path and line (the
+// DotEnv reads the .env file at path (NAME=value lines, as godotenv reads
+// them). A file that does not exist is an error wrapping fs.ErrNotExist;
+// the caller knows whether it was asked for. One that does not parse stops
+// every command, so the error names the file's absolute path and line (the
 // directory it was found in is often not the one the reader thinks of) and
 // never its text, which holds secrets.
-func Environ(path string) (func(string) (string, bool), error) {
-	var dot map[string]string
+func DotEnv(path string) (map[string]string, error) {
+	abs := path
+	if a, err := filepath.Abs(path); err == nil {
+		abs = a
+	}
 	content, err := os.ReadFile(path)
-	if err == nil {
-		dot, err = godotenv.UnmarshalBytes(content)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", abs, errors.Unwrap(err))
 	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		if abs, aerr := filepath.Abs(path); aerr == nil {
-			path = abs
-		}
-		return nil, fmt.Errorf("read %s: %s; fix the line or remove the file (real environment variables also work)", path, dotenvProblem(content, err))
+	dot, err := godotenv.UnmarshalBytes(content)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %s; fix the line or remove the file (real environment variables also work)", abs, dotenvProblem(content, err))
 	}
+	return dot, nil
+}
+
+// Over returns a lookup of env that falls back to dot for the names env
+// does not have: a variable set in the real environment always wins, as
+// godotenv.Load does, but the process environment is never changed.
+func Over(env func(string) (string, bool), dot map[string]string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
-		if v, ok := os.LookupEnv(name); ok {
+		if v, ok := env(name); ok {
 			return v, true
 		}
 		v, ok := dot[name]
 		return v, ok
-	}, nil
+	}
 }
 
 // godotenv's parse errors quote the rest of the file from the bad
@@ -283,43 +273,99 @@ func (c Config) ResolvedRepoName() string {
 	return filepath.Base(abs)
 }
 
+// applyYAML applies the settings of the YAML file at path and returns its
+// problems, each with its line, in the file's order.
+func (c *Config) applyYAML(path string) []error {
+	values, err := readYAML(path)
+	if err != nil {
+		return []error{err}
+	}
+	type problem struct {
+		line int
+		err  error
+	}
+	var problems []problem
+	for _, s := range Settings {
+		v, ok := values[s.YAML]
+		if !ok || s.YAML == "" {
+			continue
+		}
+		if err := s.set(c, v.value); err != nil {
+			problems = append(problems, problem{v.line, fmt.Errorf("%s: line %d: %s: %w", path, v.line, s.YAML, err)})
+		}
+	}
+	for k, v := range values {
+		if !slices.ContainsFunc(Settings, func(s Setting) bool { return s.YAML == k }) {
+			problems = append(problems, problem{v.line, fmt.Errorf("%s: line %d: unknown setting %q", path, v.line, k)})
+		}
+	}
+	slices.SortStableFunc(problems, func(a, b problem) int { return a.line - b.line })
+	errs := make([]error, len(problems))
+	for i, p := range problems {
+		errs[i] = p.err
+	}
+	return errs
+}
+
+// yamlValue is one setting of the YAML file and the line it is on.
+type yamlValue struct {
+	value string
+	line  int
+}
+
 // readYAML flattens a YAML document into dotted keys ("slack.followups")
-// with scalar values as strings and lists joined by commas, so the file
-// goes through the same setters as the environment.
-func readYAML(path string) (map[string]string, error) {
+// with scalar values as written and lists joined by commas, so the file
+// goes through the same setters as the environment. The repos list is
+// left to the package that reads repositories.
+func readYAML(path string) (map[string]yamlValue, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("BOT_CONFIG: %w", err)
 	}
-	var doc map[string]any
+	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("BOT_CONFIG: %s is not valid YAML: %w", path, err)
 	}
-	out := map[string]string{}
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, sub := range v {
-				key := k
-				if prefix != "" {
-					key = prefix + "." + k
+	out := map[string]yamlValue{}
+	if len(doc.Content) == 0 {
+		return out, nil // an empty file
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("BOT_CONFIG: %s: line %d: want a mapping of settings such as \"openai:\" and \"repos:\"", path, root.Line)
+	}
+	var walk func(key string, n *yaml.Node, line int)
+	walk = func(key string, n *yaml.Node, line int) {
+		switch n.Kind {
+		case yaml.AliasNode:
+			walk(key, n.Alias, line)
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				if key == "" && k.Value == "repos" {
+					continue
 				}
-				walk(key, sub)
+				sub := k.Value
+				if key != "" {
+					sub = key + "." + k.Value
+				}
+				walk(sub, n.Content[i+1], k.Line)
 			}
-		case []any:
-			parts := make([]string, 0, len(v))
-			for _, item := range v {
-				parts = append(parts, fmt.Sprint(item))
+		case yaml.SequenceNode:
+			parts := make([]string, 0, len(n.Content))
+			for _, item := range n.Content {
+				parts = append(parts, item.Value)
 			}
-			out[prefix] = strings.Join(parts, ",")
-		case nil:
-			out[prefix] = ""
+			out[key] = yamlValue{strings.Join(parts, ","), line}
 		default:
-			out[prefix] = fmt.Sprint(v)
+			v := n.Value
+			if n.Tag == "!!null" {
+				v = ""
+			}
+			out[key] = yamlValue{v, line}
 		}
 	}
-	walk("", doc)
+	walk("", root, root.Line)
 	return out, nil
 }
 

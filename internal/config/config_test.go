@@ -3,10 +3,13 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,11 +43,11 @@ func TestPrecedence(t *testing.T) {
 	writeFile(t, dotenv, "OPENAI_MODEL=from-dotenv\nREPO_PATH=/dotenv/repo\nBOT_MAX_STEPS=9\n")
 	t.Setenv("REPO_PATH", "/env/repo")
 	t.Setenv("BOT_CONFIG", yamlPath)
-	env, err := Environ(dotenv)
+	dot, err := DotEnv(dotenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(env, map[string]string{"BOT_MAX_STEPS": "11"})
+	c, err := Load(Over(os.LookupEnv, dot), map[string]string{"BOT_MAX_STEPS": "11"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,9 +70,33 @@ func TestPrecedence(t *testing.T) {
 	}
 }
 
-func TestMissingDotenvIsFine(t *testing.T) {
-	if _, err := Environ(filepath.Join(t.TempDir(), "nope.env")); err != nil {
-		t.Fatal(err)
+// Whether a missing .env matters is the caller's to say: one asked for by
+// name must exist, the one in the working directory need not.
+func TestMissingDotenv(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.env")
+	if _, err := DotEnv(path); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("err = %v, want one naming %s and wrapping fs.ErrNotExist", err, path)
+	}
+}
+
+// Every problem of the YAML file comes at once, in the file's order, each
+// with its line.
+func TestYAMLProblemsNameTheirLine(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	writeFile(t, p, "log:\n  level: loud\nagent:\n  max_steps: 0\nbogus: 1\nslack:\n  allow_channels:\n    - C1\n  folowups: all\nrepos:\n  - name: a\n    path: /x\n")
+	_, err := Load(mapEnv(map[string]string{"BOT_CONFIG": p, "OPENAI_STREAM": "maybe"}), nil)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	want := []string{
+		p + `: line 2: log.level: want one of debug, info, warn, error, got "loud"`,
+		p + `: line 4: agent.max_steps: want a whole number from 1 to 200, got "0"`,
+		p + `: line 5: unknown setting "bogus"`,
+		p + `: line 9: unknown setting "slack.folowups"`,
+		`OPENAI_STREAM: want true or false, got "maybe"`,
+	}
+	if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", err, strings.Join(want, "\n"))
 	}
 }
 

@@ -25,7 +25,7 @@ func TestBadDotenv(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Chdir(dir)
-			_, err := Environ(".env")
+			_, err := DotEnv(".env")
 			if err == nil {
 				t.Fatal("want an error")
 			}
