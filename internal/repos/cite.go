@@ -22,11 +22,24 @@ import (
 // The Slack answer and the terminal both go through here, so a citation
 // reads the same wherever it is shown.
 func (l *Lease) Cite(ctx context.Context, markdown string) (out string, valid, invalid int, err error) {
+	results, err := l.Check(ctx, markdown)
+	if err != nil || len(results) == 0 {
+		return markdown, 0, 0, err
+	}
+	valid, invalid = cite.Summary(results)
+	return cite.Rewrite(markdown, results), valid, invalid, nil
+}
+
+// Check is Cite without the rewriting: the checked citations of markdown,
+// none when it cites nothing, for a reader that shows them apart from the
+// text (the terminal, which prints an answer as it is written).
+func (l *Lease) Check(ctx context.Context, markdown string) ([]cite.Result, error) {
 	cs := cite.Find(markdown)
 	if len(cs) == 0 {
-		return markdown, 0, 0, nil
+		return nil, nil
 	}
 	var checker cite.Checker
+	var err error
 	if l.Commit != "" {
 		g, gerr := cite.NewGitChecker(ctx, l.Dir, l.Commit)
 		if gerr == nil {
@@ -41,18 +54,16 @@ func (l *Lease) Cite(ctx context.Context, markdown string) (out string, valid, i
 			if err != nil {
 				ferr = fmt.Errorf("%w (and %w)", err, ferr)
 			}
-			return markdown, 0, 0, fmt.Errorf("check citations in %s: %w", l.Name, ferr)
+			return nil, fmt.Errorf("check citations in %s: %w", l.Name, ferr)
 		}
 		defer f.Close()
-		checker, err = f, nil
+		checker = f
 	}
 	var web *cite.Web
 	if l.Web.Base != "" {
 		web = &l.Web
 	}
-	results := cite.Check(ctx, cs, checker, web, l.Commit, cite.WithRepoName(l.Name))
-	valid, invalid = cite.Summary(results)
-	return cite.Rewrite(markdown, results), valid, invalid, nil
+	return cite.Check(ctx, cs, checker, web, l.Commit, cite.WithRepoName(l.Name)), nil
 }
 
 // Permalink is the web view's link to path at the lease's commit, with

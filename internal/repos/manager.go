@@ -189,15 +189,11 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 			r.remote, _, _ = cleanRemote(s.URL)
 			r.auth, err = newAuth(s, opts.Env)
 			if opts.DataDir == "" {
-				err = errors.Join(err, errors.New("url repositories need a data directory (BOT_DATA_DIR) to clone into"))
+				err = errors.Join(err, errNoDataDir)
 			}
 			// The deny-list is parsed per worktree; a bad pattern must fail
 			// now, not at every sync.
-			if ws, werr := tools.NewWorkspace(os.TempDir(), tools.WorkspaceOptions{Deny: s.Deny}); werr != nil {
-				err = errors.Join(err, fmt.Errorf("deny: %w", werr))
-			} else {
-				ws.Close()
-			}
+			err = errors.Join(err, checkDeny(s.Deny))
 			if abs, aerr := filepath.Abs(filepath.Join(opts.DataDir, "repos", s.Name)); aerr == nil {
 				r.root = abs
 			} else {
@@ -258,12 +254,9 @@ func (m *Manager) webView(r *repo) cite.Web {
 // nothing will create it later.
 func (m *Manager) openLocal(ctx context.Context, r *repo) error {
 	r.local = true
-	abs, err := filepath.Abs(r.spec.Path)
+	abs, err := localDir(r.spec.Path)
 	if err != nil {
-		return fmt.Errorf("path %s: %w", r.spec.Path, err)
-	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		return fmt.Errorf("path %s is not a directory; point path (or REPO_PATH) at a checkout", abs)
+		return err
 	}
 	ws, err := tools.NewWorkspace(abs, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.log})
 	if err != nil {

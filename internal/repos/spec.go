@@ -103,20 +103,38 @@ var specKeys = []string{"name", "path", "url", "branch", "channels", "default_fo
 //	    url: git@gitlab.example.com:ops/infra.git
 //	    ssh_key: /run/secrets/deploy_key           # or ssh_key_env: DEPLOY_KEY_PATH
 //	    channels: [C0456OPS, dm]
+//
+// Every problem is reported at once, each on its own line naming the file
+// and, where it has one, the line in it. On error the specs are still
+// returned as far as they decoded, so checks of the environment can be
+// made for them too (Check); they must not be used otherwise.
 func LoadFile(path string) ([]Spec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read repos from %s: %w", path, err)
 	}
 	specs, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	return specs, inFile(path, err)
+}
+
+// inFile prefixes each of the problems joined in err with path.
+func inFile(path string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return specs, nil
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var errs []error
+		for _, e := range j.Unwrap() {
+			errs = append(errs, inFile(path, e))
+		}
+		return errors.Join(errs...)
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // Parse reads the repos section of a YAML document and validates it,
-// reporting every problem at once, each with its line.
+// reporting every problem at once, each with its line. On error the specs
+// are returned as far as they decoded, as LoadFile says.
 func Parse(data []byte) ([]Spec, error) {
 	var doc struct {
 		Repos yaml.Node `yaml:"repos"`
@@ -135,8 +153,10 @@ func Parse(data []byte) ([]Spec, error) {
 		return nil, fmt.Errorf("line %d: repos: want a list of repositories, each with a name", n.Line)
 	}
 	var specs []Spec
+	var lines []int
 	var errs []error
 	for i, item := range n.Content {
+		lines = append(lines, item.Line)
 		if item.Kind != yaml.MappingNode {
 			errs = append(errs, fmt.Errorf("line %d: repos[%d]: want a mapping with name, and path or url", item.Line, i))
 			continue
@@ -154,13 +174,10 @@ func Parse(data []byte) ([]Spec, error) {
 		// Kept even when broken, so Validate's repos[i] matches the file.
 		specs = append(specs, s)
 	}
-	if err := Validate(specs); err != nil {
+	if err := validate(specs, lines); err != nil {
 		errs = append(errs, err)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return specs, nil
+	return specs, errors.Join(errs...)
 }
 
 // Single is the one-repository setup of REPO_PATH: a local checkout that
@@ -188,11 +205,13 @@ func Single(name, path string, deny []string) Spec {
 
 // FromConfig returns the repositories of a loaded configuration: the repos
 // list of the BOT_CONFIG file when it has one, otherwise PathOnly.
+//
+// On error the specs are returned as far as they decoded, as LoadFile says.
 func FromConfig(cfg config.Config) ([]Spec, error) {
 	if cfg.ConfigFile != "" {
 		specs, err := LoadFile(cfg.ConfigFile)
 		if err != nil {
-			return nil, err
+			return specs, err
 		}
 		if len(specs) > 0 {
 			return specs, nil
@@ -215,12 +234,18 @@ func PathOnly(cfg config.Config) ([]Spec, error) {
 
 // Validate checks specs on their own (no file system or network access)
 // and reports every problem at once.
-func Validate(specs []Spec) error {
+func Validate(specs []Spec) error { return validate(specs, nil) }
+
+// validate is Validate naming lines[i], when known, as the line of specs[i].
+func validate(specs []Spec, lines []int) error {
 	var errs []error
 	seen := map[string]bool{}
 	defaults := map[string]string{} // channel entry -> repo that claims it
 	for i, s := range specs {
 		label := fmt.Sprintf("repos[%d]", i)
+		if i < len(lines) {
+			label = fmt.Sprintf("line %d: %s", lines[i], label)
+		}
 		if s.Name != "" {
 			label += " (" + s.Name + ")"
 		}
