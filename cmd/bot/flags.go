@@ -4,55 +4,151 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
+	"slices"
+	"strings"
 )
 
-var errHelp = flag.ErrHelp
+// flagSpec is one command-line flag. A flag with an env overrides that
+// environment variable; config.Load layers it last.
+type flagSpec struct {
+	name, env, arg, help string
+}
 
-// newFlagSet declares the flags every subcommand accepts. A flag overrides
-// the environment variable of the same meaning; overrides returns only the
-// flags that were given, keyed by that variable's name, so config.Load can
-// layer them last.
-func newFlagSet(cmd string, stderr io.Writer) (*flag.FlagSet, func() map[string]string) {
-	fs := flag.NewFlagSet("bot "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
-		fs.PrintDefaults()
-	}
-	type binding struct {
-		env string
-		val *string
-	}
-	var bound []binding
-	str := func(name, env, help string) {
-		v := new(string)
-		fs.StringVar(v, name, "", help+" (overrides "+env+")")
-		bound = append(bound, binding{env, v})
-	}
-	str("repo", "REPO_PATH", "checkout to answer about")
-	str("model", "OPENAI_MODEL", "model name")
-	str("base-url", "OPENAI_BASE_URL", "OpenAI-compatible API base URL")
-	str("config", "BOT_CONFIG", "YAML settings file")
-	str("data-dir", "BOT_DATA_DIR", "where durable state lives")
-	str("http-addr", "BOT_HTTP_ADDR", "health and metrics listener")
-	maxSteps := fs.Int("max-steps", 0, "model requests per answer (overrides BOT_MAX_STEPS)")
-	verbose := fs.Bool("v", false, "log debug details to stderr (sets BOT_LOG_LEVEL=debug)")
-	return fs, func() map[string]string {
-		out := map[string]string{}
-		seen := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { seen[f.Name] = true })
-		for _, b := range bound {
-			if *b.val != "" {
-				out[b.env] = *b.val
-			}
+var flagSpecs = []flagSpec{
+	{"repo", "REPO_PATH", "DIR", "checkout to answer about, instead of the repos of BOT_CONFIG"},
+	{"model", "OPENAI_MODEL", "NAME", "model name"},
+	{"base-url", "OPENAI_BASE_URL", "URL", "OpenAI-compatible API base URL, usually ending in /v1"},
+	{"config", "BOT_CONFIG", "FILE", "YAML settings file"},
+	{"data-dir", "BOT_DATA_DIR", "DIR", "where durable state and cloned repositories live"},
+	{"http-addr", "BOT_HTTP_ADDR", "ADDR", "listener for /healthz and /metrics"},
+	{"max-steps", "BOT_MAX_STEPS", "N", "model requests per answer"},
+	{"env-file", "", "FILE", "read settings from this .env file; without it ./.env is read unless it is inside a repository being answered about"},
+	{"v", "", "", "log debug details to stderr (sets BOT_LOG_LEVEL=debug)"},
+}
+
+// flags is one command's flags, parsed.
+type flags struct {
+	cmd     command
+	fs      *flag.FlagSet
+	envFile string
+	verbose bool
+}
+
+func newFlags(cmd command) *flags {
+	f := &flags{cmd: cmd, fs: flag.NewFlagSet("bot "+cmd.name, flag.ContinueOnError)}
+	f.fs.SetOutput(io.Discard) // errors are returned, help is printed by help
+	for _, s := range flagSpecs {
+		if !slices.Contains(cmd.flags, s.name) {
+			continue
 		}
-		if seen["max-steps"] {
-			out["BOT_MAX_STEPS"] = strconv.Itoa(*maxSteps)
+		switch s.name {
+		case "v":
+			f.fs.BoolVar(&f.verbose, s.name, false, s.help)
+		case "env-file":
+			f.fs.StringVar(&f.envFile, s.name, "", s.help)
+		default:
+			f.fs.String(s.name, "", s.help)
 		}
-		if *verbose {
-			out["BOT_LOG_LEVEL"] = "debug"
+	}
+	return f
+}
+
+// parse parses flags anywhere among args, as people type them
+// (bot ask "q" --repo X), and returns the other arguments in order. A "--"
+// ends the flags: what follows is taken as it is, so a question may start
+// with "-".
+func (f *flags) parse(args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := f.fs.Parse(args); err != nil {
+			return nil, err
 		}
-		return out
+		left := f.fs.Args()
+		if len(left) == 0 {
+			return rest, nil
+		}
+		if used := len(args) - len(left); used > 0 && args[used-1] == "--" && !f.isValue(args, used-1) {
+			return append(rest, left...), nil
+		}
+		rest, args = append(rest, left[0]), left[1:]
+	}
+}
+
+// isValue reports whether args[i] is the value of the flag before it
+// (--repo --), not the end of the flags.
+func (f *flags) isValue(args []string, i int) bool {
+	if i == 0 {
+		return false
+	}
+	name := strings.TrimLeft(args[i-1], "-")
+	if !strings.HasPrefix(args[i-1], "-") || strings.Contains(name, "=") {
+		return false
+	}
+	fl := f.fs.Lookup(name)
+	if fl == nil {
+		return false
+	}
+	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
+}
+
+// given returns the flags that were set, keyed by the environment variable
+// they override.
+func (f *flags) given() map[string]string {
+	out := map[string]string{}
+	f.fs.Visit(func(fl *flag.Flag) {
+		if s := specFor(fl.Name); s.env != "" {
+			out[s.env] = fl.Value.String()
+		}
+	})
+	if f.verbose {
+		out["BOT_LOG_LEVEL"] = "debug"
+	}
+	return out
+}
+
+func specFor(name string) flagSpec {
+	i := slices.IndexFunc(flagSpecs, func(s flagSpec) bool { return s.name == name })
+	if i < 0 {
+		return flagSpec{}
+	}
+	return flagSpecs[i]
+}
+
+// usageOf explains a parse error: which flag, and where to read about them.
+func (f *flags) usageOf(err error) usageError {
+	msg := fmt.Sprintf("%s: %v; see bot %s --help", f.cmd.name, err, f.cmd.name)
+	if f.cmd.name == "ask" {
+		msg += `; a question that starts with "-" goes after --: bot ask -- "-v does what?"`
+	}
+	return usageError{msg}
+}
+
+// printHelp prints the command's usage, what it does, and its flags.
+func (f *flags) printHelp(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", f.cmd.usage, f.cmd.about)
+	if len(f.cmd.flags) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFlags:")
+	for _, s := range flagSpecs {
+		if !slices.Contains(f.cmd.flags, s.name) {
+			continue
+		}
+		left := "--" + s.name
+		if s.name == "v" {
+			left = "-v"
+		}
+		if s.arg != "" {
+			left += " " + s.arg
+		}
+		help := s.help
+		if s.env != "" {
+			help += " (overrides " + s.env + ")"
+		}
+		fmt.Fprintf(w, "  %-18s %s\n", left, help)
+	}
+	if f.cmd.args {
+		fmt.Fprintln(w, "\nFlags may come before or after the question; -- ends them.")
 	}
 }

@@ -8,38 +8,48 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/repos"
+	"github.com/askrepo/askrepo/internal/termsafe"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGTERM ends every command; Ctrl-C is the command's to interpret:
+	// it stops bot ask and bot serve, and only the running answer of bot
+	// chat.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	env := os.LookupEnv
-	dot, err := config.DotEnv(".env")
-	if errors.Is(err, fs.ErrNotExist) {
-		dot, err = nil, nil
-	}
+	intr := make(chan os.Signal, 1)
+	signal.Notify(intr, os.Interrupt)
+	err := run(withInterrupts(ctx, intr), os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr)
+	os.Exit(exitCode(os.Stderr, err))
+}
+
+// exitCode prints err, once and escaped (it may quote a server or a
+// repository), and returns the process's exit status: 2 for a usage
+// mistake, 128+N for a command stopped by signal N, 1 for anything else.
+func exitCode(stderr io.Writer, err error) int {
 	if err == nil {
-		err = run(ctx, os.Args[1:], config.Over(env, dot), os.Stdin, os.Stdout, os.Stderr)
+		return 0
 	}
-	if err != nil {
-		var usage usageError
-		if !errors.As(err, &usage) || usage.msg != "" {
-			fmt.Fprintln(os.Stderr, "bot:", err)
-		}
-		if errors.As(err, &usage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	if s, ok := errors.AsType[stopped](err); ok {
+		return 128 + int(s.sig)
 	}
+	usage, isUsage := errors.AsType[usageError](err)
+	if !isUsage || usage.msg != "" {
+		io.WriteString(stderr, termsafe.String("bot: "+err.Error()+"\n"))
+	}
+	if isUsage {
+		return 2
+	}
+	return 1
 }
 
 // usageError is a mistake in how the command was called; it exits 2.
@@ -47,64 +57,163 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
-const usage = `bot answers questions about a code repository.
+// stopped is a command ended by a signal before it was done.
+type stopped struct{ sig syscall.Signal }
+
+func (e stopped) Error() string { return "stopped by " + e.sig.String() }
+
+// command is a subcommand: how it is called, what it does, its flags.
+type command struct {
+	name, usage, about string
+	flags              []string
+	args               bool // takes arguments (the question)
+}
+
+var (
+	terminalFlags = []string{"repo", "model", "base-url", "config", "data-dir", "max-steps", "env-file", "v"}
+	commands      = []command{
+		{"serve", "bot [serve] [flags]", "Serve Slack over Socket Mode: needs SLACK_BOT_TOKEN and SLACK_APP_TOKEN (see README.md, \"In Slack\").\nSIGTERM or Ctrl-C stops taking questions and lets running answers finish.",
+			[]string{"repo", "model", "base-url", "config", "data-dir", "http-addr", "max-steps", "env-file", "v"}, false},
+		{"ask", `bot ask [flags] "question"`, "Answer one question about a repository in the terminal; without a question, it is read from stdin.\n\"in NAME: question\" picks a repository of BOT_CONFIG. Ctrl-C stops the answer (exit status 130).",
+			terminalFlags, true},
+		{"chat", "bot chat [flags]", "Ask several questions in one conversation. /help lists the chat commands;\nCtrl-C stops the answer being written, and Ctrl-C again or Ctrl-D quits.",
+			terminalFlags, false},
+		{"sessions", "bot sessions [flags]", "List the stored Slack thread sessions, newest first, with their token totals.",
+			[]string{"config", "data-dir", "env-file"}, false},
+		{"version", "bot version", "Print the version and commit the binary was built from (also bot --version).", nil, false},
+		{"help", "bot help [command]", "Print the commands, or one command's flags (also bot COMMAND --help).", nil, true},
+	}
+)
+
+const overview = `bot answers questions about a code repository.
 
 Usage:
   bot [serve] [flags]          serve Slack over Socket Mode (needs SLACK_BOT_TOKEN, SLACK_APP_TOKEN)
   bot ask [flags] "question"   answer one question in the terminal
   bot chat [flags]             ask several questions in one conversation
   bot sessions [flags]         list stored Slack thread sessions and their token totals
+  bot version                  print the version and commit (also --version)
+  bot help [command]           this text, or a command's flags (also bot COMMAND --help)
 
-Settings come from .env, the environment and flags (see README.md).
+Settings come from the environment, a .env file and flags (see README.md).
 Without OPENAI_API_KEY the demo model answers, so everything works offline.
-
-Flags:
 `
 
-// run parses args and dispatches to a subcommand.
-func run(ctx context.Context, args []string, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
-	cmd := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
-	}
-	fs, overrides := newFlagSet(cmd, stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, errHelp) {
-			return nil
+func commandNamed(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
 		}
-		return usageError{}
 	}
-	given := overrides()
-	cfg, err := config.Load(env, given)
+	return command{}, false
+}
+
+// splitCommand takes the command off args: none, or flags first, is serve.
+func splitCommand(args []string) (string, []string) {
+	if len(args) == 0 {
+		return "serve", args
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		return "help", args[1:]
+	case "-version", "--version":
+		return "version", args[1:]
+	}
+	if args[0] != "" && args[0][0] == '-' {
+		return "serve", args
+	}
+	return args[0], args[1:]
+}
+
+// run parses args and dispatches to a subcommand. env is the process
+// environment; the .env file to layer under it is chosen here (chooseEnv).
+// Everything printed goes through a screen, escaped.
+func run(ctx context.Context, args []string, env func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
+	out, errOut := newScreen(stdout, env), newScreen(stderr, env)
+	defer out.Flush()
+	defer errOut.Flush()
+	name, args := splitCommand(args)
+	cmd, ok := commandNamed(name)
+	if !ok {
+		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, sessions, version, help", name)}
+	}
+	fl := newFlags(cmd)
+	pos, err := fl.parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fl.printHelp(out)
+		return nil
+	case err != nil:
+		return fl.usageOf(err)
+	case len(pos) > 0 && name == "serve":
+		return usageError{fmt.Sprintf("serve takes no arguments, got %q; to ask in the terminal: bot ask %q", pos, pos[0])}
+	case len(pos) > 0 && !cmd.args:
+		return usageError{fmt.Sprintf("bot %s takes no arguments, got %q; see bot %s --help", name, pos, name)}
+	}
+	switch name {
+	case "help":
+		return help(out, pos)
+	case "version":
+		printVersion(out)
+		return nil
+	}
+	given := fl.given()
+	env, err = chooseEnv(env, given, fl.envFile, errOut)
 	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
+		return err
 	}
 	// --repo DIR names one checkout: in the terminal it replaces the repos
 	// of BOT_CONFIG; for serve, which answers for the channels those repos
 	// are mapped to, it would silently do nothing, so it is refused.
 	_, repoFlag := given["REPO_PATH"]
-	switch cmd {
-	case "ask":
-		return runAsk(ctx, cfg, env, repoFlag, fs.Args(), stdin, stdout, stderr)
-	case "chat":
-		return runChat(ctx, cfg, env, repoFlag, stdin, stdout, stderr)
-	case "serve":
-		if fs.NArg() > 0 {
-			return usageError{fmt.Sprintf("serve takes no arguments, got %q; to ask in the terminal: bot ask %q", fs.Args(), fs.Arg(0))}
-		}
-		if repoFlag && cfg.ConfigFile != "" {
-			if specs, err := repos.LoadFile(cfg.ConfigFile); err == nil && len(specs) > 0 {
-				return usageError{fmt.Sprintf("--repo conflicts with the repos in BOT_CONFIG (%s); serve answers about those, so drop --repo (or BOT_CONFIG's repos list to serve one checkout); to ask about %s alone: bot ask --repo %s", cfg.ConfigFile, cfg.RepoPath, cfg.RepoPath)}
-			}
-		}
-		return runServe(ctx, cfg, env, stderr)
-	case "sessions":
-		return runSessions(ctx, cfg, stdout)
-	case "help":
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return nil
-	default:
-		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, sessions, help", cmd)}
+	cfg, err := loadConfig(env, given, name != "sessions", repoFlag)
+	if err != nil {
+		return err
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if name != "chat" {
+		go cancelOnInterrupt(ctx, cancel)
+	}
+	switch name {
+	case "ask":
+		return runAsk(ctx, cfg, env, repoFlag, pos, stdin, out, errOut)
+	case "chat":
+		return runChat(ctx, cfg, env, repoFlag, stdin, out, errOut)
+	case "sessions":
+		return runSessions(ctx, cfg, out)
+	}
+	if repoFlag && cfg.ConfigFile != "" {
+		if specs, err := repos.LoadFile(cfg.ConfigFile); err == nil && len(specs) > 0 {
+			return usageError{fmt.Sprintf("--repo conflicts with the repos in BOT_CONFIG (%s); serve answers about those, so drop --repo (or BOT_CONFIG's repos list to serve one checkout); to ask about %s alone: bot ask --repo %s", cfg.ConfigFile, cfg.RepoPath, cfg.RepoPath)}
+		}
+	}
+	return runServe(ctx, cfg, env, errOut)
+}
+
+// help prints the overview, or one command's help.
+func help(out io.Writer, args []string) error {
+	if len(args) == 0 {
+		io.WriteString(out, overview)
+		return nil
+	}
+	cmd, ok := commandNamed(args[0])
+	if !ok || len(args) > 1 {
+		return usageError{fmt.Sprintf("bot help takes one command name, got %q; commands: serve, ask, chat, sessions, version, help", args)}
+	}
+	newFlags(cmd).printHelp(out)
+	return nil
+}
+
+// loadConfig loads the settings and, for commands that open repositories,
+// checks those too, and reports every problem a start can find at once.
+func loadConfig(env func(string) (string, bool), given map[string]string, withRepos, pathOnly bool) (config.Config, error) {
+	cfg, err := config.Load(env, given)
+	if withRepos {
+		err = errors.Join(err, checkRepos(cfg, env, pathOnly, err))
+	}
+	if err != nil {
+		return cfg, configError(err)
+	}
+	return cfg, nil
 }

@@ -41,11 +41,16 @@ func envMap(m map[string]string) func(string) (string, bool) {
 }
 
 // fakeOpenAI answers chat completions from a script, one response per
-// request, and records every request body.
+// request, and records every request body. A request that asks to stream
+// gets server-sent events, its text in small pieces. A script entry may
+// also say "_hold": true (send the text, then wait for release or for the
+// client to go away before finishing) or "_cut": true (send the text and
+// close the stream unfinished).
 type fakeOpenAI struct {
 	mu       sync.Mutex
 	script   []string // JSON of the assistant message: {"content":…} or {"tool_calls":[…]}
 	requests []map[string]any
+	release  chan struct{} // closed by the test to let held replies finish
 }
 
 func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -68,17 +73,95 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	var m map[string]any
 	_ = json.Unmarshal([]byte(msg), &m)
+	hold, cut := m["_hold"] == true, m["_cut"] == true
+	delete(m, "_hold")
+	delete(m, "_cut")
 	m["role"] = "assistant"
 	finish := "stop"
 	if _, ok := m["tool_calls"]; ok {
 		finish = "tool_calls"
 	}
+	usage := map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110, "prompt_tokens_details": map[string]any{"cached_tokens": 64}}
+	if body["stream"] == true {
+		f.stream(w, r, m, finish, usage, hold, cut)
+		return
+	}
+	if hold {
+		f.wait(r)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
 		"id": fmt.Sprintf("c%d", n), "object": "chat.completion", "model": "m",
 		"choices": []any{map[string]any{"index": 0, "message": m, "finish_reason": finish}},
-		"usage":   map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110, "prompt_tokens_details": map[string]any{"cached_tokens": 64}},
+		"usage":   usage,
 	})
+}
+
+// stream sends m as chat.completion.chunk events: its text a few runes at
+// a time, its tool calls whole, then the finish reason and the usage.
+func (f *fakeOpenAI) stream(w http.ResponseWriter, r *http.Request, m map[string]any, finish string, usage map[string]any, hold, cut bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(chunk map[string]any) {
+		b, _ := json.Marshal(chunk)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		w.(http.Flusher).Flush()
+	}
+	delta := func(d map[string]any, finish any) map[string]any {
+		return map[string]any{"object": "chat.completion.chunk", "choices": []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish}}}
+	}
+	text, _ := m["content"].(string)
+	for runes := []rune(text); len(runes) > 0; {
+		k := min(len(runes), 4)
+		send(delta(map[string]any{"content": string(runes[:k])}, nil))
+		runes = runes[k:]
+	}
+	if calls, ok := m["tool_calls"].([]any); ok {
+		for i, c := range calls {
+			c.(map[string]any)["index"] = i
+		}
+		send(delta(map[string]any{"tool_calls": calls}, nil))
+	}
+	if cut {
+		return
+	}
+	if hold {
+		f.wait(r)
+	}
+	send(delta(map[string]any{}, finish))
+	send(map[string]any{"object": "chat.completion.chunk", "choices": []any{}, "usage": usage})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+func (f *fakeOpenAI) wait(r *http.Request) {
+	select {
+	case <-f.release:
+	case <-r.Context().Done():
+	}
+}
+
+// count is how many requests arrived.
+func (f *fakeOpenAI) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.requests)
+}
+
+// lastUser is the content of the last user message of request i.
+func (f *fakeOpenAI) lastUser(t testing.TB, i int) string {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i >= len(f.requests) {
+		t.Fatalf("request %d was not made; %d requests", i, len(f.requests))
+	}
+	msgs, _ := f.requests[i]["messages"].([]any)
+	for j := len(msgs) - 1; j >= 0; j-- {
+		if m, _ := msgs[j].(map[string]any); m["role"] == "user" {
+			s, _ := m["content"].(string)
+			return s
+		}
+	}
+	return ""
 }
 
 func TestAskWithDemoModel(t *testing.T) {

@@ -504,13 +504,8 @@ func TestAskChecksCitations(t *testing.T) {
 	fake := &fakeOpenAI{script: []string{`{"content":"See retry/backoff.go:3, not retry/jitter.go:1."}`}}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	cfgFile := filepath.Join(t.TempDir(), "askrepo.yaml")
-	yaml := fmt.Sprintf("repos:\n  - name: lib\n    url: %s\n    web_url: https://codeberg.org/acme/lib\n    web_kind: codeberg\n    channels: [\"*\"]\n", up.url)
-	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_STREAM": "false",
-		"BOT_CONFIG": cfgFile, "BOT_DATA_DIR": t.TempDir()})
+		"BOT_CONFIG": libConfig(t, up.url), "BOT_DATA_DIR": t.TempDir()})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"ask", "in lib: how does backoff work?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())

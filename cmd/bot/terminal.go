@@ -1,11 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -13,12 +12,15 @@ import (
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
 // runAsk answers one question and exits. pathOnly: the checkout was named
-// by --repo and replaces the repos of BOT_CONFIG.
-func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// by --repo and replaces the repos of BOT_CONFIG. Ctrl-C stops the answer
+// and ends the process with 130, as a shell expects of a program it
+// interrupted.
+func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, args []string, stdin io.Reader, out, errOut *screen) error {
 	question := strings.TrimSpace(strings.Join(args, " "))
 	if question == "" && !isTerminal(stdin) {
 		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
@@ -30,96 +32,65 @@ func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bo
 	if question == "" {
 		return usageError{`ask needs a question, e.g. bot ask "what does this project do?"`}
 	}
-	c, err := newCore(ctx, cfg, env, pathOnly, terminalLogger(cfg, stderr), nil)
+	t, err := openTerminal(ctx, cfg, env, pathOnly, out, errOut)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	t := newTerminal(stdout, stderr, c)
+	defer t.core.Close()
 	_, err = t.ask(ctx, question)
+	if ctx.Err() != nil {
+		return stopCause(ctx)
+	}
 	return err
 }
 
-// runChat keeps one conversation going until EOF, /exit or Ctrl-C.
-func runChat(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, stdin io.Reader, stdout, stderr io.Writer) error {
-	c, err := newCore(ctx, cfg, env, pathOnly, terminalLogger(cfg, stderr), nil)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	t := newTerminal(stdout, stderr, c)
-	names := c.repos.Repos()
-	pick := ""
-	if len(names) > 1 {
-		pick = fmt.Sprintf(" (start with \"in %s:\" to pick one)", names[1])
-	}
-	fmt.Fprintf(stdout, "Ask about %s%s (model %s). /reset starts over, /exit or Ctrl-D quits.\n", strings.Join(names, ", "), pick, c.name)
-	lines := bufio.NewScanner(stdin)
-	lines.Buffer(make([]byte, 64*1024), 1<<20)
-	for {
-		fmt.Fprint(stdout, t.style(bold, "> "))
-		if !lines.Scan() {
-			fmt.Fprintln(stdout)
-			return lines.Err()
-		}
-		q := strings.TrimSpace(lines.Text())
-		switch q {
-		case "":
-			continue
-		case "/exit", "/quit":
-			return nil
-		case "/reset":
-			t.reset()
-			fmt.Fprintln(stdout, t.style(dim, "(new conversation)"))
-			continue
-		}
-		_, err := t.ask(ctx, q)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, t.style(red, "error: "+err.Error()))
-		}
-	}
-}
-
-const (
-	bold = "\x1b[1m"
-	dim  = "\x1b[2m"
-	red  = "\x1b[31m"
-)
-
 // terminal prints a turn: one line per tool call, its result summary, the
-// answer and a footer. It is the agent's Observer for the terminal.
+// answer as the model writes it, its checked citations and a footer. It is
+// the agent's Observer for the terminal. All it prints goes through a
+// screen, escaped.
 type terminal struct {
-	out, errOut io.Writer
-	color       bool
+	out, errOut *screen
 	core        *core
-	mu          sync.Mutex
 
 	// The conversation, as a Slack thread has it: bound to the repository
 	// its first question picked, with the commit of its last answer.
 	history []llm.Message
 	repo    string
 	commit  string
+
+	mu sync.Mutex
+	// streamed is the text of the model's current reply printed so far,
+	// and attempt the try of the request it belongs to (see llm.WithText).
+	streamed strings.Builder
+	attempt  int
+	midLine  bool // the cursor is not at the start of a line of out
+}
+
+// openTerminal opens the repositories and the model for the terminal. Its
+// logger shows warnings only (everything with -v); each turn's outcome is
+// the terminal's to print, so the agent's own summary line is left out.
+func openTerminal(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, out, errOut *screen) (*terminal, error) {
+	level := slog.LevelWarn
+	if cfg.LogLevel == "debug" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
+	c, err := newCore(ctx, cfg, env, pathOnly, log, nil)
+	if err != nil {
+		return nil, err
+	}
+	if level != slog.LevelDebug {
+		c.agentLog = slog.New(slog.DiscardHandler)
+	}
+	return &terminal{out: out, errOut: errOut, core: c}, nil
 }
 
 func (t *terminal) reset() { t.history, t.repo, t.commit = nil, "", "" }
 
-func newTerminal(stdout, stderr io.Writer, c *core) *terminal {
-	return &terminal{out: stdout, errOut: stderr, color: isTerminal(stdout), core: c}
-}
-
-func (t *terminal) style(code, s string) string {
-	if !t.color {
-		return s
-	}
-	return code + s + "\x1b[0m"
-}
-
 // ask answers one question of the conversation: over a lease on its
 // repository, so the whole answer sees one commit, with its citations
-// checked and linked at that commit as in Slack.
+// checked at that commit as in Slack. A cancelled ctx ends it with ctx's
+// error, what was written so far left on the screen.
 func (t *terminal) ask(ctx context.Context, question string) (agent.Turn, error) {
 	first := len(t.history) == 0
 	if first {
@@ -134,7 +105,7 @@ func (t *terminal) ask(ctx context.Context, question string) (agent.Turn, error)
 		}
 		t.repo, question = repo, q
 		if t.core.demo {
-			fmt.Fprint(t.errOut, t.style(dim, demoNotice))
+			t.errOut.style(dim, demoNotice)
 		}
 	}
 	lease, err := t.core.repos.Acquire(ctx, t.repo)
@@ -154,21 +125,17 @@ func (t *terminal) ask(ctx context.Context, question string) (agent.Turn, error)
 		content = fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)\n\n", short(t.commit), short(lease.Commit)) + question
 	}
 	start := time.Now()
-	turn, err := a.Run(ctx, t.history, llm.Message{Role: llm.RoleUser, Content: content}, t)
+	t.startTurn()
+	turn, err := a.Run(llm.WithText(ctx, t.hear), t.history, llm.Message{Role: llm.RoleUser, Content: content}, t)
 	t.history = append(t.history, turn.Appended...)
 	t.commit = lease.Commit
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return turn, nil
-		}
+		t.endLine()
 		return turn, err
 	}
-	answer, _, _, cerr := lease.Cite(ctx, strings.TrimSpace(turn.Answer))
-	if cerr != nil {
-		t.core.log.Warn("check the answer's citations; shown unchecked", "err", cerr)
-	}
-	fmt.Fprintf(t.out, "\n%s\n\n", answer)
-	fmt.Fprintln(t.out, t.style(dim, footer(turn, time.Since(start), t.repo, lease.Commit)))
+	t.showAnswer(ctx, lease, turn.Answer)
+	t.out.style(dim, footer(turn, time.Since(start), t.repo, lease.Commit))
+	fmt.Fprintln(t.out)
 	return turn, nil
 }
 
@@ -191,15 +158,22 @@ func footer(turn agent.Turn, took time.Duration, repo, commit string) string {
 	return s + fmt.Sprintf(" · %d out · %.1fs", turn.Usage.CompletionTokens, took.Seconds())
 }
 
-// ToolStarted prints `⏺ name {args}`.
+// ToolStarted prints `⏺ name {args}`, after the text the model wrote
+// before asking for it.
 func (t *terminal) ToolStarted(step int, call tools.Call) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.streamed.Len() > 0 {
+		t.endLineLocked()
+		fmt.Fprintln(t.out)
+		t.streamed.Reset()
+	}
 	args := strings.TrimSpace(string(call.Input))
 	if len(args) > 200 {
 		args = args[:200] + "…"
 	}
-	fmt.Fprintf(t.out, "%s %s %s\n", t.style(bold, "⏺"), call.Name, args)
+	t.out.style(bold, "⏺")
+	fmt.Fprintf(t.out, " %s %s\n", call.Name, args)
 }
 
 // ToolDone prints the one-line summary, dim, under its call.
@@ -210,8 +184,37 @@ func (t *terminal) ToolDone(step int, call tools.Call, res tools.Result, took ti
 	if res.IsError {
 		mark = "✗"
 	}
-	fmt.Fprintln(t.out, t.style(dim, fmt.Sprintf("  ⎿ %s %s: %s", mark, call.Name, res.Summary)))
+	t.out.style(dim, fmt.Sprintf("  ⎿ %s %s: %s", mark, call.Name, res.Summary))
+	fmt.Fprintln(t.out)
 }
 
 // StepDone has nothing to show in the terminal.
 func (t *terminal) StepDone(int, []llm.Message, llm.Usage) {}
+
+var _ agent.Observer = (*terminal)(nil)
+
+// showAnswer prints what of the answer is not on the screen yet and its
+// checked citations (see answer.go).
+func (t *terminal) showAnswer(ctx context.Context, lease *repos.Lease, answer string) {
+	answer = strings.TrimSpace(answer)
+	t.mu.Lock()
+	streamed := strings.TrimSpace(t.streamed.String())
+	t.mu.Unlock()
+	if rest, ok := strings.CutPrefix(answer, streamed); ok && streamed != "" {
+		io.WriteString(t.out, rest)
+		t.endLine()
+		results, err := lease.Check(ctx, answer)
+		if err != nil {
+			t.core.log.Warn("check the answer's citations; shown unchecked", "err", err)
+		}
+		t.printCitations(results, lease.Commit)
+		fmt.Fprintln(t.out)
+		return
+	}
+	checked, _, _, err := lease.Cite(ctx, answer)
+	if err != nil {
+		t.core.log.Warn("check the answer's citations; shown unchecked", "err", err)
+	}
+	t.endLine()
+	fmt.Fprintf(t.out, "\n%s\n\n", checked)
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,9 @@ type core struct {
 	demo  bool
 	cfg   config.Config
 	log   *slog.Logger
+	// agentLog, when set, replaces log for the agent loop: the terminal
+	// shows each turn's outcome itself and would print its error twice.
+	agentLog *slog.Logger
 	// cal learns the model's tokens per estimated token; the agent's
 	// in-turn guard and Slack's compaction between turns share it and
 	// budget.
@@ -77,7 +81,7 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 	}
 	if len(specs) == 1 && specs[0].Path != "" {
 		if _, err := os.Stat(specs[0].Path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("repository %q does not exist: pass --repo DIR or set REPO_PATH to a checkout", specs[0].Path)
+			return nil, missingRepo(specs[0].Path)
 		}
 	}
 	var model agent.Model
@@ -138,17 +142,11 @@ func (c *core) newAgent(ws *tools.Workspace) (*agent.Agent, error) {
 		MaxSteps:    c.cfg.MaxSteps,
 		ToolTimeout: c.cfg.ToolTimeout,
 		Compact:     c.cal.Compactor(c.name, c.budget),
-		Logger:      c.log.With("component", "agent"),
+		Logger:      cmp.Or(c.agentLog, c.log).With("component", "agent"),
 	})
 }
 
-// isTerminal reports whether f is a character device, so colours and
-// prompts are used only where a person is looking.
-func isTerminal(f any) bool {
-	file, ok := f.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := file.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+// missingRepo is the error for a single checkout that is not there.
+func missingRepo(path string) error {
+	return fmt.Errorf("repository %q does not exist: pass --repo DIR or set REPO_PATH to a checkout", path)
 }
