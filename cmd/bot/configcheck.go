@@ -30,7 +30,7 @@ func checkRepos(cfg config.Config, env func(string) (string, bool), pathOnly boo
 			return errors.Join(err, missingRepo(specs[0].Path))
 		}
 	}
-	return errors.Join(err, repos.Check(specs, cfg.DataDir, env))
+	return errors.Join(err, repos.Check(specs, cfg.DataDir, cfg.KnownHosts, env))
 }
 
 // configError lists every problem of a start, one to a line.

@@ -105,11 +105,12 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 		model = client
 	}
 	m, err := repos.New(ctx, specs, repos.Options{
-		DataDir:   cfg.DataDir,
-		SyncEvery: cfg.RepoSync,
-		Logger:    log,
-		Env:       env,
-		OnSync:    onSync,
+		DataDir:    cfg.DataDir,
+		SyncEvery:  cfg.RepoSync,
+		Logger:     log,
+		Env:        env,
+		KnownHosts: cfg.KnownHosts,
+		OnSync:     onSync,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("repositories: %w", err)

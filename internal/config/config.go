@@ -33,10 +33,11 @@ type Config struct {
 	OpenAITemperature *float32      // OPENAI_TEMPERATURE; unset = the server's default
 	OpenAITimeout     time.Duration // OPENAI_TIMEOUT, one request
 
-	RepoPath string        // REPO_PATH
-	RepoName string        // REPO_NAME; default: the directory's name
-	RepoDeny []string      // REPO_DENY, extra deny patterns
-	RepoSync time.Duration // BOT_REPO_SYNC, between fetches of url repos
+	RepoPath   string        // REPO_PATH
+	RepoName   string        // REPO_NAME; default: the directory's name
+	RepoDeny   []string      // REPO_DENY, extra deny patterns
+	RepoSync   time.Duration // BOT_REPO_SYNC, between fetches of url repos
+	KnownHosts string        // BOT_SSH_KNOWN_HOSTS, the ssh remotes' pinned host keys
 
 	SlackBotToken Secret // SLACK_BOT_TOKEN (xoxb-)
 	SlackAppToken Secret // SLACK_APP_TOKEN (xapp-)
@@ -97,6 +98,7 @@ var Settings = []Setting{
 	{"REPO_NAME", "repo.name", "", "Name shown in answers; default: the checkout directory's name.", setString(func(c *Config) *string { return &c.RepoName })},
 	{"REPO_DENY", "repo.deny", "", "Extra deny patterns (comma-separated, gitignore-like) added to the built-in secret-file list.", setList(func(c *Config) *[]string { return &c.RepoDeny })},
 	{"BOT_REPO_SYNC", "repo.sync", "5m", "Time between fetches of the git url repositories of BOT_CONFIG; a checkout moves only between turns.", setDuration(func(c *Config) *time.Duration { return &c.RepoSync })},
+	{"BOT_SSH_KNOWN_HOSTS", "repo.ssh_known_hosts", "", "A known_hosts file with the host keys of the ssh remotes of BOT_CONFIG; only those keys are accepted. Empty: a host's first key is trusted and kept in BOT_DATA_DIR/known_hosts.", setString(func(c *Config) *string { return &c.KnownHosts })},
 	{"SLACK_BOT_TOKEN", "", "", "Bot token (xoxb-…). With SLACK_APP_TOKEN, `bot` serves Slack.", func(c *Config, v string) error { c.SlackBotToken = Secret(v); return nil }},
 	{"SLACK_APP_TOKEN", "", "", "App-level token (xapp-…) with connections:write, for Socket Mode.", func(c *Config, v string) error { c.SlackAppToken = Secret(v); return nil }},
 	{"SLACK_API_URL", "slack.api_url", "", "Slack Web API base URL; default Slack's own. For Slack-compatible test servers and proxies.", setURL(func(c *Config) *string { return &c.SlackAPIURL })},

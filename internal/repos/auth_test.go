@@ -115,7 +115,7 @@ func TestCredentialsNeverLeak(t *testing.T) {
 
 // TestScrub covers text a failing git could print.
 func TestScrub(t *testing.T) {
-	a, err := newAuth(Spec{URL: "https://u:p4ssw0rd%2Fx@h.example/r.git"}, nil)
+	a, err := newAuth(Spec{URL: "https://u:p4ssw0rd%2Fx@h.example/r.git"}, nil, hostKeys{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +214,72 @@ func TestTokenOverHTTP(t *testing.T) {
 // ssh_key or from the variable ssh_key_env names. A fake ssh on PATH
 // records its arguments and refuses, as an unreachable host would.
 func TestSSHKey(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "deploy key")
+	if err := os.WriteFile(key, []byte("not really a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pinned := filepath.Join(t.TempDir(), "known hosts")
+	if err := os.WriteFile(pinned, []byte("git.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJdD7y3aLq454yWBdwLWbieU1ebz9/cu7/QEXn9OIeZJ\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, knownHosts string
+		check            string // StrictHostKeyChecking
+	}{
+		{"first key trusted and kept in the data dir", "", "accept-new"},
+		{"pinned by BOT_SSH_KNOWN_HOSTS", pinned, "yes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			file := tc.knownHosts
+			if file == "" {
+				file = filepath.Join(dataDir, "known_hosts")
+			}
+			got := cloneWithFakeSSH(t, []Spec{
+				{Name: "file", URL: "git@git.example.com:acme/a.git", SSHKey: key, Channels: []string{"*"}},
+				{Name: "env", URL: "ssh://git@git.example.com:2222/acme/b.git", SSHKeyEnv: "DEPLOY_KEY", Channels: []string{"*"}},
+			}, Options{DataDir: dataDir, KnownHosts: tc.knownHosts, GitTimeout: 10 * time.Second, Env: func(k string) (string, bool) { return key, k == "DEPLOY_KEY" }})
+			lines := strings.Split(strings.TrimSpace(got), "\n")
+			if len(lines) != 2 {
+				t.Fatalf("ssh ran %d times, want 2:\n%s", len(lines), got)
+			}
+			for _, want := range []string{
+				"[-o][BatchMode=yes][-o][StrictHostKeyChecking=" + tc.check + "][-o][UserKnownHostsFile=" + file + "][-i][" + key + "][-o][IdentitiesOnly=yes]",
+				"[git@git.example.com][git-upload-pack 'acme/a.git']",
+				"[-p][2222][git@git.example.com][git-upload-pack '/acme/b.git']",
+			} {
+				if !strings.Contains(got, want) {
+					t.Errorf("ssh was not run with %q; it got:\n%s", want, got)
+				}
+			}
+		})
+	}
+}
+
+// TestSSHKnownHostsMissing: a pinned known_hosts file that is not there
+// is a start error naming the setting, not a host key failure at every
+// clone.
+func TestSSHKnownHostsMissing(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "known_hosts")
+	specs := []Spec{{Name: "a", URL: "git@git.example.com:acme/a.git", Channels: []string{"*"}}}
+	_, err := New(t.Context(), specs, Options{DataDir: t.TempDir(), KnownHosts: missing})
+	if err == nil || !strings.Contains(err.Error(), "BOT_SSH_KNOWN_HOSTS "+missing+": not a readable file") {
+		t.Errorf("New = %v, want a BOT_SSH_KNOWN_HOSTS error", err)
+	}
+	if err := Check(specs, t.TempDir(), missing, nil); err == nil || !strings.Contains(err.Error(), "BOT_SSH_KNOWN_HOSTS") {
+		t.Errorf("Check = %v, want a BOT_SSH_KNOWN_HOSTS error", err)
+	}
+	// https remotes never read it.
+	if err := Check([]Spec{{Name: "b", URL: "https://h.example/b.git", Channels: []string{"*"}}}, t.TempDir(), missing, nil); err != nil {
+		t.Errorf("Check of an https repo = %v, want nil", err)
+	}
+}
+
+// cloneWithFakeSSH starts a Manager over specs with an ssh on PATH that
+// records its arguments and refuses, as an unreachable host would, and
+// returns the records, one line per run.
+func cloneWithFakeSSH(t *testing.T, specs []Spec, opts Options) string {
+	t.Helper()
 	bin := t.TempDir()
 	argsLog := filepath.Join(bin, "ssh.log")
 	// Both repositories clone at once: each call appends its record in one
@@ -223,31 +289,11 @@ func TestSSHKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	key := filepath.Join(t.TempDir(), "deploy key")
-	if err := os.WriteFile(key, []byte("not really a key"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := newManager(t, []Spec{
-		{Name: "file", URL: "git@git.example.com:acme/a.git", SSHKey: key, Channels: []string{"*"}},
-		{Name: "env", URL: "ssh://git@git.example.com:2222/acme/b.git", SSHKeyEnv: "DEPLOY_KEY", Channels: []string{"*"}},
-	}, Options{GitTimeout: 10 * time.Second, Env: func(k string) (string, bool) { return key, k == "DEPLOY_KEY" }})
+	m := newManager(t, specs, opts)
 	for _, h := range m.Health() {
 		if h.Available || !strings.Contains(h.LastError, "connect to host refused") {
 			t.Errorf("%s: Health = %+v, want unavailable with ssh's error", h.Name, h)
 		}
 	}
-	got := readFile(t, argsLog)
-	lines := strings.Split(strings.TrimSpace(got), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("ssh ran %d times, want 2:\n%s", len(lines), got)
-	}
-	for _, want := range []string{
-		"[-o][BatchMode=yes][-o][StrictHostKeyChecking=accept-new][-i][" + key + "][-o][IdentitiesOnly=yes]",
-		"[git@git.example.com][git-upload-pack 'acme/a.git']",
-		"[-p][2222][git@git.example.com][git-upload-pack '/acme/b.git']",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("ssh was not run with %q; it got:\n%s", want, got)
-		}
-	}
+	return readFile(t, argsLog)
 }

@@ -15,8 +15,9 @@ import (
 // a data directory) without opening, cloning or fetching anything, so a
 // start can report these problems together with those of its settings and
 // of the specs' shape. Specs that Validate refuses are checked as far as
-// their shape allows. env nil is the process environment.
-func Check(specs []Spec, dataDir string, env func(string) (string, bool)) error {
+// their shape allows. env nil is the process environment; knownHosts is
+// Options.KnownHosts.
+func Check(specs []Spec, dataDir, knownHosts string, env func(string) (string, bool)) error {
 	if env == nil {
 		env = os.LookupEnv
 	}
@@ -28,7 +29,7 @@ func Check(specs []Spec, dataDir string, env func(string) (string, bool)) error 
 			_, err := localDir(s.Path)
 			problems = append(problems, err)
 		case s.URL != "" && s.Path == "":
-			_, err := newAuth(s, env)
+			_, err := newAuth(s, env, newHostKeys(knownHosts, dataDir))
 			problems = append(problems, err)
 			if dataDir == "" {
 				problems = append(problems, errNoDataDir)

@@ -30,7 +30,7 @@ func TestCheck(t *testing.T) {
 		}
 		return "", false
 	}
-	err := Check(specs, "", env)
+	err := Check(specs, "", "", env)
 	if err == nil {
 		t.Fatal("want problems")
 	}

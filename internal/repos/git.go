@@ -63,10 +63,46 @@ var (
 	httpUserRE = regexp.MustCompile(`(?i)(\bhttps?://)[^/\s:]+@`)
 )
 
+// hostKeys is where ssh keeps and checks the host keys of ssh remotes.
+// Pinned is the operator's own known_hosts file (BOT_SSH_KNOWN_HOSTS):
+// ssh accepts only the keys it lists. Otherwise the first key a host shows
+// is trusted and saved in File, under the data directory, so it survives
+// restarts and a changed key is refused from then on; it never depends on
+// a home directory the service's user may not have.
+type hostKeys struct {
+	File   string
+	Pinned bool
+}
+
+// sshOptions are the ssh options that make a host's key checked against
+// k, quoted for GIT_SSH_COMMAND.
+func (k hostKeys) sshOptions() string {
+	if k.File == "" {
+		return " -o StrictHostKeyChecking=accept-new"
+	}
+	check := "accept-new"
+	if k.Pinned {
+		check = "yes"
+	}
+	return " -o StrictHostKeyChecking=" + check + " -o UserKnownHostsFile=" + shellQuote(k.File)
+}
+
+// check reports a pinned known_hosts file that cannot be read: every ssh
+// clone would fail with a host key error that does not say why.
+func (k hostKeys) check() error {
+	if !k.Pinned {
+		return nil
+	}
+	if fi, err := os.Stat(k.File); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("BOT_SSH_KNOWN_HOSTS %s: not a readable file; mount the known_hosts file with the git hosts' keys there (ssh-keyscan HOST >> known_hosts, then check the fingerprints)", k.File)
+	}
+	return nil
+}
+
 // newAuth gathers the credentials of a url spec from the environment. A
 // named variable that is unset, or a key file that is missing, is an error
 // at start: the deployment is wrong, and waiting will not fix it.
-func newAuth(s Spec, env func(string) (string, bool)) (auth, error) {
+func newAuth(s Spec, env func(string) (string, bool), keys hostKeys) (auth, error) {
 	var a auth
 	remote, user, password := cleanRemote(s.URL)
 	switch urlKind(s.URL) {
@@ -106,7 +142,10 @@ func newAuth(s Spec, env func(string) (string, bool)) (auth, error) {
 			}
 			key = strings.TrimSpace(v)
 		}
-		cmd := "ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new"
+		if err := keys.check(); err != nil {
+			return a, err
+		}
+		cmd := "ssh -o BatchMode=yes" + keys.sshOptions()
 		if key != "" {
 			if fi, err := os.Stat(key); err != nil || !fi.Mode().IsRegular() {
 				return a, fmt.Errorf("ssh key %s: not a readable file; mount the deploy key there", key)

@@ -62,9 +62,30 @@ type Options struct {
 	Logger *slog.Logger
 	// Env looks up token_env and ssh_key_env; nil means os.LookupEnv.
 	Env func(string) (string, bool)
+	// KnownHosts is a known_hosts file listing the ssh remotes' host keys
+	// (BOT_SSH_KNOWN_HOSTS); only those keys are accepted. Empty trusts a
+	// host's first key and keeps it in DataDir/known_hosts.
+	KnownHosts string
 	// OnSync, when set, is called after every sync of a url repo, with
 	// nil or the (credential-free) error, e.g. to count failures.
 	OnSync func(name string, err error)
+}
+
+// hostKeys is where ssh checks the host keys of ssh remotes.
+func (o Options) hostKeys() hostKeys {
+	return newHostKeys(o.KnownHosts, o.DataDir)
+}
+
+func newHostKeys(knownHosts, dataDir string) hostKeys {
+	switch {
+	case knownHosts != "":
+		return hostKeys{File: knownHosts, Pinned: true}
+	case dataDir != "":
+		if abs, err := filepath.Abs(filepath.Join(dataDir, "known_hosts")); err == nil {
+			return hostKeys{File: abs}
+		}
+	}
+	return hostKeys{}
 }
 
 // Manager holds the configured repositories. It is safe for concurrent
@@ -187,7 +208,7 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 			err = m.openLocal(ctx, r)
 		} else {
 			r.remote, _, _ = cleanRemote(s.URL)
-			r.auth, err = newAuth(s, opts.Env)
+			r.auth, err = newAuth(s, opts.Env, opts.hostKeys())
 			if opts.DataDir == "" {
 				err = errors.Join(err, errNoDataDir)
 			}
