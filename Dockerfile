@@ -1,20 +1,30 @@
-# askrepo: a static Go binary on a small Alpine base that has git, which the
-# repository tools run (git ls-files for gitignore-exact listings).
+# askrepo: a static Go binary on a small Alpine base with git (the tools run
+# git ls-files for gitignore-exact listings, and the git history tools) and
+# ssh (for ssh:// and git@host: repositories).
 #
-#   docker build -t askrepo .
-#   docker run --rm --env-file .env -v "$PWD:/repo:ro" -v askrepo-data:/data askrepo
+#   docker build --build-arg VERSION=v1.2.3 --build-arg COMMIT=$(git rev-parse HEAD) -t askrepo .
+#   docker run --rm --env-file .env -v "$PWD:/repo:ro" -v askrepo-data:/data -p 8080:8080 askrepo
 
 FROM golang:1.26-alpine AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# The build context has no .git (.dockerignore), so the version and commit
+# are stamped from build arguments.
+ARG VERSION=""
+ARG COMMIT=""
 # CGO off: the SQLite driver is pure Go, so the binary needs no libc.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/bot ./cmd/bot
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+      -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -o /out/bot ./cmd/bot
 
 FROM alpine:3.22
-RUN apk add --no-cache git ca-certificates tzdata \
- && adduser -D -H -u 10001 askrepo \
+# openssh-client: ssh remotes are cloned through ssh. The user has a home
+# for ssh's own files; host keys are kept under /data (or pinned with a
+# mounted BOT_SSH_KNOWN_HOSTS file), never only in the container.
+RUN apk add --no-cache git openssh-client ca-certificates tzdata \
+ && adduser -D -h /home/askrepo -u 10001 askrepo \
  && mkdir -p /data /repo && chown askrepo /data \
  && git config --system --add safe.directory '*'
 COPY --from=build /out/bot /usr/local/bin/bot
@@ -24,6 +34,7 @@ ENV REPO_PATH=/repo \
     BOT_HTTP_ADDR=:8080
 EXPOSE 8080
 VOLUME ["/data"]
-HEALTHCHECK --interval=30s --timeout=3s CMD wget -qO- http://127.0.0.1:8080/healthz >/dev/null || exit 1
+# bot healthcheck asks /healthz wherever BOT_HTTP_ADDR says it listens.
+HEALTHCHECK --interval=30s --timeout=5s CMD ["/usr/local/bin/bot", "healthcheck"]
 ENTRYPOINT ["/usr/local/bin/bot"]
 CMD ["serve"]

@@ -80,6 +80,8 @@ var (
 			terminalFlags, false},
 		{"sessions", "bot sessions [flags]", "List the stored Slack thread sessions, newest first, with their token totals.",
 			[]string{"config", "data-dir", "env-file"}, false},
+		{"healthcheck", "bot healthcheck [flags]", "Ask the running service's /healthz on BOT_HTTP_ADDR; exit status 0 when it answers 200.\nFor container health checks: it follows BOT_HTTP_ADDR, so no port is written twice.",
+			[]string{"http-addr", "env-file"}, false},
 		{"version", "bot version", "Print the version and commit the binary was built from (also bot --version).", nil, false},
 		{"help", "bot help [command]", "Print the commands, or one command's flags (also bot COMMAND --help).", nil, true},
 	}
@@ -92,6 +94,7 @@ Usage:
   bot ask [flags] "question"   answer one question in the terminal
   bot chat [flags]             ask several questions in one conversation
   bot sessions [flags]         list stored Slack thread sessions and their token totals
+  bot healthcheck [flags]      ask a running service's /healthz (for container health checks)
   bot version                  print the version and commit (also --version)
   bot help [command]           this text, or a command's flags (also bot COMMAND --help)
 
@@ -135,7 +138,7 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	name, args := splitCommand(args)
 	cmd, ok := commandNamed(name)
 	if !ok {
-		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, sessions, version, help", name)}
+		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, sessions, healthcheck, version, help", name)}
 	}
 	fl := newFlags(cmd)
 	pos, err := fl.parse(args)
@@ -166,6 +169,13 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	// of BOT_CONFIG; for serve, which answers for the channels those repos
 	// are mapped to, it would silently do nothing, so it is refused.
 	_, repoFlag := given["REPO_PATH"]
+	if name == "healthcheck" {
+		cfg, err := config.Load(env, given)
+		if err != nil {
+			return err
+		}
+		return runHealthcheck(ctx, cfg, out)
+	}
 	cfg, err := loadConfig(env, given, name != "sessions", repoFlag)
 	if err != nil {
 		return err
@@ -199,7 +209,7 @@ func help(out io.Writer, args []string) error {
 	}
 	cmd, ok := commandNamed(args[0])
 	if !ok || len(args) > 1 {
-		return usageError{fmt.Sprintf("bot help takes one command name, got %q; commands: serve, ask, chat, sessions, version, help", args)}
+		return usageError{fmt.Sprintf("bot help takes one command name, got %q; commands: serve, ask, chat, sessions, healthcheck, version, help", args)}
 	}
 	newFlags(cmd).printHelp(out)
 	return nil
