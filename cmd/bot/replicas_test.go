@@ -30,10 +30,14 @@ type replicaWorld struct {
 }
 
 // newReplicaWorld needs ASKREPO_TEST_POSTGRES, which .ci/run sets after it
-// starts a PostgreSQL server; without it the test skips and says so.
+// starts a PostgreSQL server; without it the test skips and says so, or
+// fails under CI, where a skip would pass unseen.
 func newReplicaWorld(t *testing.T) *replicaWorld {
 	dsn := os.Getenv("ASKREPO_TEST_POSTGRES")
 	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but ASKREPO_TEST_POSTGRES is not: the replica tests would be skipped; .ci/run starts a server and sets it")
+		}
 		t.Skip("set ASKREPO_TEST_POSTGRES=postgres://user:password@127.0.0.1:5432/db?sslmode=disable to run the replica tests against a real PostgreSQL (see .ci/run)")
 	}
 	var b [6]byte
