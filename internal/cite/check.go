@@ -64,6 +64,18 @@ type Option func(*options)
 
 type options struct {
 	prefixes []string
+	hidden   func(path string) bool
+}
+
+// WithHidden names paths a citation must not learn anything about: files
+// on a deny-list of secrets, and links that lead to them or out of the
+// checkout. A hidden path is never looked up and is judged exactly as one
+// that does not exist, with the same words, so that the answer does not
+// tell a reader that a secret file is there, let alone how long it is.
+// hidden gets the normalised, repository-relative path and must be safe
+// for concurrent use.
+func WithHidden(hidden func(path string) bool) Option {
+	return func(o *options) { o.hidden = hidden }
 }
 
 // WithRepoName lets citations that start with the repository's name
@@ -130,7 +142,9 @@ func Check(ctx context.Context, cs []Citation, c Checker, web *Web, commit strin
 		if err != nil {
 			results[i].Reason = "not a valid path"
 			if errors.Is(err, ErrOutside) {
-				results[i].Reason = "outside the repository"
+				// Worded as a missing file: "outside" would confirm
+				// that the answer named something beyond the checkout.
+				results[i].Reason = missingReason(commit)
 			}
 			results[i].Skipped = ci.Start == 0 && !knownFile(ci.Path)
 			continue
@@ -149,7 +163,7 @@ func Check(ctx context.Context, cs []Citation, c Checker, web *Web, commit strin
 			}
 		}
 	}
-	answers := lookup(ctx, c, paths)
+	answers := lookup(ctx, c, paths, o.hidden)
 	for i := range cs {
 		if candidates[i] == nil {
 			continue
@@ -180,18 +194,32 @@ func Check(ctx context.Context, cs []Citation, c Checker, web *Web, commit strin
 	return results
 }
 
-func lookup(ctx context.Context, c Checker, paths []string) []LineCount {
-	if len(paths) == 0 {
-		return nil
+// lookup answers every path, hidden ones as missing without asking c.
+func lookup(ctx context.Context, c Checker, paths []string, hidden func(string) bool) []LineCount {
+	a := make([]LineCount, len(paths))
+	var ask []string
+	var at []int
+	for i, p := range paths {
+		if hidden != nil && hidden(p) {
+			a[i].Err = &fs.PathError{Op: "lines", Path: p, Err: fs.ErrNotExist}
+			continue
+		}
+		ask = append(ask, p)
+		at = append(at, i)
+	}
+	if len(ask) == 0 {
+		return a
 	}
 	if b, ok := c.(BatchChecker); ok {
-		if a := b.LinesBatch(ctx, paths); len(a) == len(paths) {
+		if got := b.LinesBatch(ctx, ask); len(got) == len(ask) {
+			for k, i := range at {
+				a[i] = got[k]
+			}
 			return a
 		}
 	}
-	a := make([]LineCount, len(paths))
-	for i, p := range paths {
-		a[i].N, a[i].Err = c.Lines(ctx, p)
+	for k, p := range ask {
+		a[at[k]].N, a[at[k]].Err = c.Lines(ctx, p)
 	}
 	return a
 }
@@ -201,10 +229,7 @@ func judge(r *Result, exists bool, a LineCount, web *Web, commit string) {
 		if r.Start == 0 && !knownFile(r.Path) {
 			r.Skipped = true
 		}
-		r.Reason = "not in the repository"
-		if commit != "" {
-			r.Reason = "not in repo@" + shortSHA(commit)
-		}
+		r.Reason = missingReason(commit)
 		return
 	}
 	r.Exists = true
@@ -236,6 +261,15 @@ func judge(r *Result, exists bool, a LineCount, web *Web, commit string) {
 	if web != nil {
 		r.URL = web.Permalink(commit, r.Path, r.Start, r.End)
 	}
+}
+
+// missingReason is the one wording for every path that is not a file of
+// the repository, whatever the cause: missing, hidden or outside.
+func missingReason(commit string) string {
+	if commit == "" {
+		return "not in the repository"
+	}
+	return "not in repo@" + shortSHA(commit)
 }
 
 func lineCount(n int) string {

@@ -70,7 +70,7 @@ func TestCheckAndRewrite(t *testing.T) {
 		{"empty file", "empty.txt:1", "empty.txt:1 ⚠️ _(line 1 is past the end: the file is empty)_"},
 		{"backwards range", "internal/a.go:5-2", "internal/a.go:5-2 ⚠️ _(the range 5-2 runs backwards)_"},
 		{"directory with a line", "internal/:3", "internal/:3 ⚠️ _(a directory, not a file)_"},
-		{"dot-dot", "../../etc/passwd:1", "../../etc/passwd:1 ⚠️ _(outside the repository)_"},
+		{"dot-dot", "../../etc/passwd:1", "../../etc/passwd:1 ⚠️ _(not in repo@" + short + ")_"},
 		{"import path is skipped", "Uses `net/http` and `github.com/slack-go/slack`.",
 			"Uses `net/http` and `github.com/slack-go/slack`."},
 		{"option-looking path", "`--output=x.go:1` and --upload-pack=touch/x.go:1",
@@ -245,6 +245,31 @@ func TestImportsNoInternalPackage(t *testing.T) {
 			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, "github.com/askrepo/") {
 				t.Errorf("%s imports %s", f, p)
 			}
+		}
+	}
+}
+
+// TestCheckHiddenReadsAsMissing holds WithHidden's promise: a hidden path
+// is never looked up, and its citation reads exactly like one of a path
+// that is not there, with the line count of neither.
+func TestCheckHiddenReadsAsMissing(t *testing.T) {
+	c := &countingChecker{files: map[string]int{".env": 1, "secrets/db.yaml": 2, "a/x.go": 10}}
+	hidden := func(p string) bool { return p == ".env" || strings.HasPrefix(p, "secrets/") }
+	web := &Web{"https://github.com/acme/app", KindGitHub}
+	in := ".env:7 .env:1 secrets/db.yaml:9 a/x.go:3 gone.env:7 ../up.env:7"
+	results := Check(t.Context(), Find(in), c, web, sha, WithHidden(hidden))
+	if diff := cmp.Diff([]string{"a/x.go", "gone.env"}, c.calls); diff != "" {
+		t.Errorf("lookups (-want +got):\n%s", diff)
+	}
+	flag := " ⚠️ _(not in repo@" + sha[:7] + ")_"
+	want := ".env:7" + flag + " .env:1" + flag + " secrets/db.yaml:9" + flag +
+		" [a/x.go:3](https://github.com/acme/app/blob/" + sha + "/a/x.go#L3) gone.env:7" + flag + " ../up.env:7" + flag
+	if got := Rewrite(in, results); got != want {
+		t.Errorf("Rewrite:\n got %q\nwant %q", got, want)
+	}
+	for _, r := range results {
+		if r.Path != "a/x.go" && (r.Exists || r.Lines != 0) {
+			t.Errorf("%s: Exists=%v Lines=%d; a hidden path must tell nothing", r.Raw, r.Exists, r.Lines)
 		}
 	}
 }

@@ -2,9 +2,11 @@ package repos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/askrepo/askrepo/internal/cite"
+	"github.com/askrepo/askrepo/internal/tools"
 )
 
 // Cite checks every citation in markdown against the lease's checkout at
@@ -63,7 +65,30 @@ func (l *Lease) Check(ctx context.Context, markdown string) ([]cite.Result, erro
 	if l.Web.Base != "" {
 		web = &l.Web
 	}
-	return cite.Check(ctx, cs, checker, web, l.Commit, cite.WithRepoName(l.Name)), nil
+	return cite.Check(ctx, cs, checker, web, l.Commit, cite.WithRepoName(l.Name), cite.WithHidden(l.hidden)), nil
+}
+
+// hidden reports whether a cited path is one the tools would refuse to
+// show: on the deny-list (itself or through a directory), or a symlink
+// that leads to such a file or out of the checkout. A citation of it reads
+// exactly like one of a file that is not there; "line 7 is past the end:
+// 1 line" would tell the channel that a secret file exists and how long
+// it is. The Workspace is the one judge of that, so the citations follow
+// the deny-list the tools follow, whatever it is configured to hold.
+func (l *Lease) hidden(p string) bool {
+	ws := l.Workspace
+	if ws == nil {
+		return false
+	}
+	if ws.Denied(p) {
+		return true
+	}
+	f, _, err := ws.Open(p)
+	if err == nil {
+		f.Close()
+		return false
+	}
+	return errors.Is(err, tools.ErrDenied) || errors.Is(err, tools.ErrOutside)
 }
 
 // Permalink is the web view's link to path at the lease's commit, with

@@ -138,3 +138,85 @@ func TestChoose(t *testing.T) {
 		t.Errorf("Choose of an unknown repo: %v, want the list of all repos", err)
 	}
 }
+
+// TestLeaseCiteHidesDeniedFiles cites secrets every way a hostile answer
+// might: the file itself, a file in a denied directory, a symlink to a
+// secret, paths out of the checkout. Each must read exactly like a file
+// that is not there: no line count, no "past the end", no other words.
+func TestLeaseCiteHidesDeniedFiles(t *testing.T) {
+	up := newRemote(t)
+	for name, target := range map[string]string{"notes.txt": ".env", "vault": "secrets", "passwd": "/etc/passwd", "up": "../.."} {
+		if err := os.Symlink(target, filepath.Join(up.work, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sha := up.commit("main", map[string]string{
+		"README.md":       "hello\n",
+		".env":            "TOKEN=secret\n",
+		"secrets/db.yaml": "user: a\npassword: b\n",
+		"deploy/id_rsa":   "-----BEGIN-----\n",
+	})
+	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Channels: []string{"*"}, Deny: []string{"secrets/"},
+		WebURL: "https://github.com/acme/app"}}, Options{DataDir: t.TempDir()})
+	l, err := m.Acquire(t.Context(), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+
+	// Each hostile citation is judged next to one of a path that does not
+	// exist and has the same shape: the two must be indistinguishable.
+	tests := []struct{ cite, absent string }{
+		{".env:7", "nope.env:7"},
+		{".env:1", "nope.env:1"},
+		{"`.env`", "`nope.env`"},
+		{"app/.env:7", "app/nope.env:7"},
+		{"secrets/db.yaml:7", "nothere/db.yaml:7"},
+		{"secrets/db.yaml:1", "nothere/db.yaml:1"},
+		{"`secrets/`", "`nothere/`"},
+		{"secrets/:1", "nothere/:1"},
+		{"deploy/id_rsa:3", "deploy/nope:3"},
+		{"notes.txt:7", "nope.txt:7"},
+		{"notes.txt:1", "nope.txt:1"},
+		{"vault/db.yaml:9", "nothere/db.yaml:9"},
+		{"vault/:1", "nothere/:1"},
+		{"passwd/x.go:1", "nothere/x.go:1"},
+		{"up/etc/passwd:1", "nothere/etc/passwd:1"},
+		{"../x.go:1", "nothere/x.go:1"},
+		{"../../etc/passwd:1", "nothere/etc/passwd:1"},
+		{"/etc/passwd:1", "/nothere/passwd:1"},
+		{".git/config:1", "nothere/config:1"},
+	}
+	flag := "⚠️ _(not in repo@" + sha[:7] + ")_"
+	for _, tt := range tests {
+		t.Run(tt.cite, func(t *testing.T) {
+			got, err := l.Check(t.Context(), "See "+tt.cite+" here.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := l.Check(t.Context(), "See "+tt.absent+" here.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || len(want) != 1 {
+				t.Fatalf("found %d and %d citations, want 1 each", len(got), len(want))
+			}
+			g, w := got[0], want[0]
+			if g.Valid != w.Valid || g.Exists != w.Exists || g.Dir != w.Dir || g.Lines != w.Lines ||
+				g.URL != w.URL || g.Reason != w.Reason || g.Skipped != w.Skipped || g.Err != nil {
+				t.Errorf("%s reads differently from %s:\n got %+v\nwant %+v", tt.cite, tt.absent, g, w)
+			}
+			out, _, _, err := l.Cite(t.Context(), "See "+tt.cite+" here.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out, "](") || !w.Skipped && !strings.Contains(out, flag) {
+				t.Errorf("Cite = %q; want it unlinked and, unless skipped, flagged %q", out, flag)
+			}
+		})
+	}
+	// A file that does exist is still linked.
+	if out, valid, _, _ := l.Cite(t.Context(), "README.md:1"); valid != 1 {
+		t.Errorf("README.md:1 = %q, want it linked", out)
+	}
+}
