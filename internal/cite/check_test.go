@@ -82,10 +82,28 @@ func TestCheckAndRewrite(t *testing.T) {
 			"```\ninternal/a.go:3 and internal/b.go:1\n```"},
 		{"table: flagged but not linked", "| f | w |\n|---|---|\n| `internal/a.go:3` | ok |\n| `internal/b.go:1` | new |",
 			"| f | w |\n|---|---|\n| `internal/a.go:3` | ok |\n| `internal/b.go:1` ⚠️ _(not in repo@" + short + ")_ | new |"},
-		{"model-written link to a missing file is flagged", "[internal/b.go:1](https://example.com/x)",
-			"[internal/b.go:1](https://example.com/x) ⚠️ _(not in repo@" + short + ")_"},
-		{"model-written link that checks out stays", "[internal/a.go:1](https://example.com/x)",
-			"[internal/a.go:1](https://example.com/x)"},
+		{"model-written link to a missing file loses its destination", "[internal/b.go:1](https://example.com/x)",
+			"`internal/b.go:1` ⚠️ _(not in repo@" + short + ")_"},
+		{"model-written link that checks out points at the permalink", "[internal/a.go:1](https://evil.example/x)",
+			"[internal/a.go:1](" + blob + "internal/a.go#L1)"},
+		{"link to a whole file", "See [README.md](https://evil.example/readme).",
+			"See [README.md](" + blob + "README.md)."},
+		{"link with a title", `[README.md:1](https://evil.example/x "README.md at main")`,
+			"[README.md:1](" + blob + "README.md#L1)"},
+		{"relative link", "[README.md:1](README.md)", "[README.md:1](" + blob + "README.md#L1)"},
+		{"link text in code", "[`internal/a.go:3`](https://evil.example/x)", "[internal/a.go:3](" + blob + "internal/a.go#L3)"},
+		{"link text with escapes", `[internal/\_gen\_/x.go:4](https://evil.example/x)`,
+			"[internal/\\_gen\\_/x.go:4](" + blob + "internal/_gen_/x.go#L4)"},
+		{"image becomes a link", "![README.md:1](https://evil.example/pixel.png)", "[README.md:1](" + blob + "README.md#L1)"},
+		{"escaped bang is not an image", `\![README.md:1](https://evil.example/x)`, `\![README.md:1](` + blob + "README.md#L1)"},
+		{"link past the end keeps the citation only", "[internal/a.go:999](https://evil.example/x)",
+			"`internal/a.go:999` ⚠️ _(line 999 is past the end: 10 lines)_"},
+		{"link citing another repository's file", "[other/lib/x.go:1](https://github.com/other/lib/blob/main/x.go#L1)",
+			"`other/lib/x.go:1` ⚠️ _(not in repo@" + short + ")_"},
+		{"link to a directory", "[internal/](https://evil.example/x)",
+			"[internal](https://github.com/acme/payments/tree/" + repo.first + "/internal)"},
+		{"import path link stays", "[net/http](https://pkg.go.dev/net/http)", "[net/http](https://pkg.go.dev/net/http)"},
+		{"other link text stays", "[the retry loop](https://evil.example/x)", "[the retry loop](https://evil.example/x)"},
 		{"go position", "./internal/a.go:3:7: unused", "[internal/a.go:3](" + blob + "internal/a.go#L3): unused"},
 	}
 	for _, tt := range tests {
@@ -110,15 +128,17 @@ func TestCheckAndRewrite(t *testing.T) {
 
 func TestCheckWithoutWebValidatesButDoesNotLink(t *testing.T) {
 	c := &countingChecker{files: map[string]int{"a/x.go": 10}}
-	in := "a/x.go:3 and a/x.go:30"
+	// A link the model wrote cannot be vouched for without a web view:
+	// only its text is kept.
+	in := "a/x.go:3 and a/x.go:30 [a/x.go:4](https://evil.example/x)"
 	results := Check(t.Context(), Find(in), c, nil, "")
 	got := Rewrite(in, results)
-	want := "a/x.go:3 and a/x.go:30 ⚠️ _(line 30 is past the end: 10 lines)_"
+	want := "a/x.go:3 and a/x.go:30 ⚠️ _(line 30 is past the end: 10 lines)_ `a/x.go:4`"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if v, i := Summary(results); v != 1 || i != 1 {
-		t.Errorf("Summary = %d, %d; want 1, 1", v, i)
+	if v, i := Summary(results); v != 2 || i != 1 {
+		t.Errorf("Summary = %d, %d; want 2, 1", v, i)
 	}
 }
 

@@ -15,7 +15,8 @@ type Citation struct {
 	Raw        string // the exact text at Offset that Rewrite replaces or flags
 	Offset     int    // byte offset of Raw in the Markdown given to Find
 	Code       bool   // Raw is an inline code span (with its backticks)
-	Linked     bool   // Raw is a Markdown link whose text is the citation
+	Linked     bool   // Raw is a Markdown link (or image) whose text is the citation
+	Dest       string // the destination of a Linked citation, as written
 	InTable    bool   // in a table row, which Slack shows as preformatted text
 }
 
@@ -137,6 +138,10 @@ func scanLine(out []Citation, line string, base int, table bool) []Citation {
 		out = append(out, Citation{Path: r.path, Start: r.start, End: r.end, Raw: line[start:end],
 			Offset: base + start, Code: code, Linked: linked, InTable: table})
 	}
+	addLink := func(r ref, start, end int, dest string) {
+		add(r, start, end, false, true)
+		out[len(out)-1].Dest = dest
+	}
 	for i := 0; i < len(line); {
 		switch c := line[i]; {
 		case c == '\\':
@@ -157,17 +162,22 @@ func scanLine(out []Citation, line string, base int, table bool) []Citation {
 			}
 			i = end
 		case c == '[':
-			text, n, ok := mdLink(line[i:min(len(line), i+maxLink)])
+			text, dest, n, ok := mdLink(line[i:min(len(line), i+maxLink)])
 			if !ok {
 				i++
 				continue
 			}
-			text = strings.TrimSpace(text)
-			if len(text) > 2 && text[0] == '`' && text[len(text)-1] == '`' {
-				text = strings.TrimSpace(strings.Trim(text, "`"))
+			// Any link whose text reads as a citation is one, with or
+			// without a line: [README.md](https://elsewhere) claims to be
+			// the repository's file as much as [README.md:1](…) does.
+			// An image's "!" belongs to it, so that Rewrite replaces the
+			// whole image.
+			start := i
+			if i > 0 && line[i-1] == '!' && (i < 2 || line[i-2] != '\\') {
+				start = i - 1
 			}
-			if r, ok := parseRef(text); ok && r.rest == "" && r.start > 0 {
-				add(r, i, i+n, false, true)
+			if r, ok := parseRef(linkText(text)); ok && r.rest == "" {
+				addLink(r, start, i+n, dest)
 			}
 			i += n
 		case c == '<':
@@ -511,10 +521,31 @@ func closingRun(s string, from, n int) int {
 // line of unmatched brackets costs linear time, not quadratic.
 const maxLink = 4096
 
+// linkText is what a link's text says once its Markdown is read: code
+// backticks around it and backslash escapes go, so that
+// [`internal/\_gen\_/x.go:4`](…) is read as internal/_gen_/x.go:4.
+func linkText(text string) string {
+	text = strings.TrimSpace(text)
+	if len(text) > 2 && text[0] == '`' && text[len(text)-1] == '`' {
+		return strings.TrimSpace(strings.Trim(text, "`"))
+	}
+	if !strings.Contains(text, "\\") {
+		return text
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); i++ {
+		if text[i] == '\\' && i+1 < len(text) && isASCIIPunct(text[i+1]) {
+			i++
+		}
+		b.WriteByte(text[i])
+	}
+	return b.String()
+}
+
 // mdLink parses an inline link [text](dest) at the start of s, the way the
 // Slack renderer does: nested brackets and parentheses balance, a backslash
-// escapes.
-func mdLink(s string) (text string, n int, ok bool) {
+// escapes. dest is the destination without a title or angle brackets.
+func mdLink(s string) (text, dest string, n int, ok bool) {
 	depth, closeText := 0, -1
 	for i := 0; i < len(s) && closeText < 0; i++ {
 		switch s[i] {
@@ -530,7 +561,7 @@ func mdLink(s string) (text string, n int, ok bool) {
 		}
 	}
 	if closeText < 0 || closeText+1 >= len(s) || s[closeText+1] != '(' {
-		return "", 0, false
+		return "", "", 0, false
 	}
 	depth = 0
 	for i := closeText + 1; i < len(s); i++ {
@@ -542,9 +573,13 @@ func mdLink(s string) (text string, n int, ok bool) {
 		case ')':
 			depth--
 			if depth == 0 {
-				return s[1:closeText], i + 1, true
+				dest = strings.TrimSpace(s[closeText+2 : i])
+				if f := strings.Fields(dest); len(f) > 0 {
+					dest = strings.TrimSuffix(strings.TrimPrefix(f[0], "<"), ">")
+				}
+				return s[1:closeText], dest, i + 1, true
 			}
 		}
 	}
-	return "", 0, false
+	return "", "", 0, false
 }

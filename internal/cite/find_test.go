@@ -15,7 +15,7 @@ func short(c Citation) string {
 		s += " code"
 	}
 	if c.Linked {
-		s += " linked"
+		s += " linked dest=" + c.Dest
 	}
 	if c.InTable {
 		s += " table"
@@ -89,8 +89,13 @@ func TestFind(t *testing.T) {
 			[]string{`e.go 5-5 "e.go:5"`}},
 		{"unclosed fence runs to the end", "f.go:6\n```\ng.go:7", []string{`f.go 6-6 "f.go:6"`}},
 		{"link written by the model", "[internal/x.go:12](https://github.com/a/b/blob/abc/internal/x.go#L12)",
-			[]string{`internal/x.go 12-12 "[internal/x.go:12](https://github.com/a/b/blob/abc/internal/x.go#L12)" linked`}},
+			[]string{`internal/x.go 12-12 "[internal/x.go:12](https://github.com/a/b/blob/abc/internal/x.go#L12)" linked dest=https://github.com/a/b/blob/abc/internal/x.go#L12`}},
 		{"link with other text", "[the retry loop](https://example.com/x.go:12)", nil},
+		{"link to a whole file", "[README.md](https://evil.example/x)",
+			[]string{`README.md 0-0 "[README.md](https://evil.example/x)" linked dest=https://evil.example/x`}},
+		{"image", "![a/b.go:1](<https://evil.example/p.png> \"t\")",
+			[]string{`a/b.go 1-1 "![a/b.go:1](<https://evil.example/p.png> \"t\")" linked dest=https://evil.example/p.png`}},
+		{"link text escaped", `[a/\_b\_.go:2](x)`, []string{`a/_b_.go 2-2 "[a/\\_b\\_.go:2](x)" linked dest=x`}},
 		{"escaped backtick", "\\`a/b.go:1\\`", []string{`a/b.go 1-1 "a/b.go:1"`}},
 		{"zero line", "x.go:0 is no line", nil},
 		{"table rows", "| file | what |\n|---|---|\n| `a/b.go:3` | x |\n\nc/d.go:4",

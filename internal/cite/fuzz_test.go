@@ -16,6 +16,7 @@ func FuzzFindRewrite(f *testing.F) {
 		"| a | b |\n|---|---|\n| `a/b.go:1` | c/d.go:99 |",
 		"a/b.go:5-2, ../x.go:1, `net/http`, C:\\x.go:1, e.go:12:5:",
 		"\\`a/b.go:1\\` `` `a/b.go:2` `` a/b.go#L3-L9 a/b.go:L1–L2",
+		"[a/b.go](https://evil.example) ![x/y.go:2](p.png) \\![e.go:1](x) [`a/b.go:9`](<y> \"t\") [a/\\_b.go:1](z)",
 	} {
 		f.Add(s)
 	}

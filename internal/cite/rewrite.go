@@ -17,9 +17,14 @@ const flagMark = " ⚠️ _("
 //   - a valid citation without a URL (no web view) stays as written;
 //   - a citation that is wrong stays as written, unlinked, followed by a
 //     visible flag: `x.go:999` ⚠️ _(line 999 is past the end: 120 lines)_;
-//   - skipped citations, ones that could not be checked, links the model
-//     wrote that check out, and citations in tables (shown preformatted) are
-//     not linked; wrong ones among them are still flagged.
+//   - skipped citations, ones that could not be checked, and citations in
+//     tables (shown preformatted) are not linked; wrong ones among them are
+//     still flagged;
+//   - a link (or image) the model wrote whose text is a citation never
+//     keeps a destination of the model's choosing, which could lead
+//     anywhere under a label that looks verified: a valid one points at the
+//     permalink, and any other is reduced to the citation as inline code
+//     (flagged when wrong). Only a skipped one (an import path) keeps its link.
 //
 // Results whose Raw is no longer at Offset in markdown are ignored, fenced
 // code is never touched (Find never reports it), and running Find, Check and
@@ -41,10 +46,19 @@ func Rewrite(markdown string, results []Result) string {
 			continue // overlaps one already applied
 		}
 		end := r.Offset + len(r.Raw)
+		if r.Linked {
+			if s, ok := relink(r, markdown[end:]); ok {
+				writeBefore(&b, markdown[last:r.Offset], s)
+				b.WriteString(s)
+				last = end
+			}
+			continue
+		}
 		switch {
-		case r.Valid && r.URL != "" && !r.Linked && !r.InTable:
-			b.WriteString(markdown[last:r.Offset])
-			b.WriteString("[" + escapeLabel(r.Citation.String()) + "](" + r.URL + ")")
+		case r.Valid && r.URL != "" && !r.InTable:
+			s := "[" + escapeLabel(r.Citation.String()) + "](" + r.URL + ")"
+			writeBefore(&b, markdown[last:r.Offset], s)
+			b.WriteString(s)
 			last = end
 		case flagged(r) && !strings.HasPrefix(markdown[end:], flagMark):
 			b.WriteString(markdown[last:end])
@@ -54,6 +68,58 @@ func Rewrite(markdown string, results []Result) string {
 	}
 	b.WriteString(markdown[last:])
 	return b.String()
+}
+
+// writeBefore writes the text before a replacement; a "!" right before a
+// link would make it an image, so it is escaped.
+func writeBefore(b *strings.Builder, before, repl string) {
+	if strings.HasPrefix(repl, "[") && strings.HasSuffix(before, "!") && !strings.HasSuffix(before, `\!`) {
+		b.WriteString(before[:len(before)-1] + `\!`)
+		return
+	}
+	b.WriteString(before)
+}
+
+// relink is what a link whose text is a citation becomes, and false when
+// it stays as written: a valid citation's link to its permalink, the text
+// alone as code (flagged if wrong) for any other, and a skipped one unchanged.
+func relink(r Result, after string) (string, bool) {
+	image := strings.HasPrefix(r.Raw, "!")
+	switch {
+	case r.Skipped:
+		return "", false
+	case r.Valid && r.URL != "":
+		if r.Dest == r.URL && !image {
+			return "", false
+		}
+		return "[" + escapeLabel(r.Citation.String()) + "](" + r.URL + ")", true
+	}
+	// As inline code the citation cannot run into the prose around it and
+	// read differently the next time the answer is checked.
+	text := codeSpan(r.Citation.String())
+	if flagged(r) && !strings.HasPrefix(after, flagMark) {
+		text += flagMark + r.Reason + ")_"
+	}
+	return text, true
+}
+
+// codeSpan is s as an inline code span, with a backtick run longer than
+// any inside it.
+func codeSpan(s string) string {
+	longest, run := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
 }
 
 // escapeLabel backslash-escapes what Markdown would read as emphasis, code
