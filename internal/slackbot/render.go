@@ -306,9 +306,12 @@ const emptyAnswer = "_(The model returned no answer text.)_"
 // the same language in the next. The mrkdwn conversion is still used for each
 // message's fallback Text, the only form notifications show.
 //
-// Mention tokens the model wrote are neutralised first (see Neutralize).
-func AnswerMessages(markdown string, footer Footer) []Outgoing {
+// Mention tokens the model wrote are neutralised first (see Neutralize),
+// and every link that leaves the home web views (the repository's, given
+// as base URLs) shows its host (see showLinkHosts).
+func AnswerMessages(markdown string, footer Footer, home ...string) []Outgoing {
 	md := Neutralize(strings.Trim(strings.ReplaceAll(markdown, "\r\n", "\n"), "\n"))
+	md = showLinkHosts(md, home)
 	if strings.TrimSpace(md) == "" {
 		md = emptyAnswer
 	}

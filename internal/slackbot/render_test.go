@@ -2,9 +2,11 @@ package slackbot
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/slack-go/slack"
+
+	"github.com/askrepo/askrepo/internal/cite"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/golden/*.json from the current rendering")
@@ -116,7 +120,8 @@ func TestGolden(t *testing.T) {
 		}, stop)},
 		{"progress_eleven_calls", ProgressMessages(eleven, stop)},
 		{"progress_done_no_button", ProgressMessages(eleven[:3], ProgressOptions{})},
-		{"answer_formatting", AnswerMessages(readInput(t, "answer_formatting.md"), Footer{Steps: 3, ToolCalls: 5, PromptTokens: 12345, CachedTokens: 9100, CompletionTokens: 410, Duration: 8200 * time.Millisecond})},
+		{"answer_formatting", AnswerMessages(readInput(t, "answer_formatting.md"), Footer{Steps: 3, ToolCalls: 5, PromptTokens: 12345, CachedTokens: 9100, CompletionTokens: 410, Duration: 8200 * time.Millisecond}, "https://github.com/acme/app")},
+		{"answer_hostile_links", AnswerMessages(citeAnswer(t, readInput(t, "answer_hostile_links.md")), Footer{Repo: "acme/app", Commit: goldenSHA}, "https://github.com/acme/app")},
 		{"answer_long_split", AnswerMessages(longAnswer(), Footer{Steps: 2, ToolCalls: 1, PromptTokens: 25000, CompletionTokens: 6100, Duration: 42 * time.Second})},
 		{"answer_mentions", AnswerMessages("Hey <!channel> and <!here>, <@U123ABC> asked in <#C0123|general>; ping <!subteam^S42> too.\n\nCode stays: `if a < b && c > d {}` and `<div>`.", Footer{})},
 		{"answer_footer", AnswerMessages("Done.", Footer{
@@ -389,4 +394,28 @@ func TestProgressMessagesSplitSameWithAndWithoutButton(t *testing.T) {
 			}
 		}
 	}
+}
+
+// goldenSHA is the commit the golden answers are checked at.
+const goldenSHA = "0123456789abcdef0123456789abcdef01234567"
+
+// fileChecker answers line counts from a map, as a checkout at goldenSHA.
+type fileChecker map[string]int
+
+func (f fileChecker) Lines(_ context.Context, p string) (int, error) {
+	if n, ok := f[p]; ok {
+		return n, nil
+	}
+	return 0, &fs.PathError{Op: "lines", Path: p, Err: fs.ErrNotExist}
+}
+
+// citeAnswer checks md's citations the way a lease does (see
+// repos.Lease.Cite): README.md has 2 lines and main.go 10, .env is
+// denied, and the web view is https://github.com/acme/app.
+func citeAnswer(t *testing.T, md string) string {
+	t.Helper()
+	web := &cite.Web{Base: "https://github.com/acme/app", Kind: cite.KindGitHub}
+	files := fileChecker{"README.md": 2, "main.go": 10, ".env": 1}
+	hidden := cite.WithHidden(func(p string) bool { return p == ".env" })
+	return cite.Rewrite(md, cite.Check(t.Context(), cite.Find(md), files, web, goldenSHA, hidden))
 }

@@ -354,7 +354,11 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 		f.ThreadCachedTokens = s.Usage.CachedPromptTokens
 		f.ThreadCompletionTokens = s.Usage.CompletionTokens
 	}
-	for _, m := range AnswerMessages(answer, f) {
+	var home []string
+	if co.lease != nil && co.lease.Web.Base != "" {
+		home = append(home, co.lease.Web.Base)
+	}
+	for _, m := range AnswerMessages(answer, f, home...) {
 		b.postOut(ctx, in, m, log)
 	}
 }
