@@ -133,8 +133,8 @@ func (t *terminal) ask(ctx context.Context, question string) (agent.Turn, error)
 		t.endLine()
 		return turn, err
 	}
-	t.showAnswer(ctx, lease, turn.Answer)
-	t.out.style(dim, footer(turn, time.Since(start), t.repo, lease.Commit))
+	notes := t.showAnswer(ctx, lease, turn.Answer)
+	t.out.style(dim, footer(turn, time.Since(start), t.repo, lease.Commit, notes))
 	fmt.Fprintln(t.out)
 	return turn, nil
 }
@@ -146,7 +146,9 @@ func short(commit string) string {
 	return commit
 }
 
-func footer(turn agent.Turn, took time.Duration, repo, commit string) string {
+// footer is the line under an answer; notes about its citations
+// (repos.Checked) come last.
+func footer(turn agent.Turn, took time.Duration, repo, commit string, notes []string) string {
 	s := repo
 	if commit != "" {
 		s += "@" + short(commit)
@@ -155,7 +157,11 @@ func footer(turn agent.Turn, took time.Duration, repo, commit string) string {
 	if turn.Usage.CachedPromptTokens > 0 {
 		s += fmt.Sprintf(" (%d cached)", turn.Usage.CachedPromptTokens)
 	}
-	return s + fmt.Sprintf(" · %d out · %.1fs", turn.Usage.CompletionTokens, took.Seconds())
+	s += fmt.Sprintf(" · %d out · %.1fs", turn.Usage.CompletionTokens, took.Seconds())
+	for _, n := range notes {
+		s += " · " + n
+	}
+	return s
 }
 
 // ToolStarted prints `⏺ name {args}`, after the text the model wrote
@@ -194,27 +200,30 @@ func (t *terminal) StepDone(int, []llm.Message, llm.Usage) {}
 var _ agent.Observer = (*terminal)(nil)
 
 // showAnswer prints what of the answer is not on the screen yet and its
-// checked citations (see answer.go).
-func (t *terminal) showAnswer(ctx context.Context, lease *repos.Lease, answer string) {
+// checked citations (see answer.go), and returns the notes about them for
+// the footer.
+func (t *terminal) showAnswer(ctx context.Context, lease *repos.Lease, answer string) []string {
 	answer = strings.TrimSpace(answer)
 	t.mu.Lock()
 	streamed := strings.TrimSpace(t.streamed.String())
 	t.mu.Unlock()
-	if rest, ok := strings.CutPrefix(answer, streamed); ok && streamed != "" {
-		io.WriteString(t.out, rest)
-		t.endLine()
-		results, err := lease.Check(ctx, answer)
+	check := func() repos.Checked {
+		checked, err := lease.CheckAnswer(ctx, answer)
 		if err != nil {
 			t.core.log.Warn("check the answer's citations; shown unchecked", "err", err)
 		}
-		t.printCitations(results, lease.Commit)
+		return checked
+	}
+	if rest, ok := strings.CutPrefix(answer, streamed); ok && streamed != "" {
+		io.WriteString(t.out, rest)
+		t.endLine()
+		checked := check()
+		t.printCitations(checked.Results, lease.Commit)
 		fmt.Fprintln(t.out)
-		return
+		return checked.Notes
 	}
-	checked, _, _, err := lease.Cite(ctx, answer)
-	if err != nil {
-		t.core.log.Warn("check the answer's citations; shown unchecked", "err", err)
-	}
+	checked := check()
 	t.endLine()
-	fmt.Fprintf(t.out, "\n%s\n\n", checked)
+	fmt.Fprintf(t.out, "\n%s\n\n", checked.Markdown)
+	return checked.Notes
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLeaseCite checks an answer against a cloned checkout at the lease's
@@ -218,5 +219,119 @@ func TestLeaseCiteHidesDeniedFiles(t *testing.T) {
 	// A file that does exist is still linked.
 	if out, valid, _, _ := l.Cite(t.Context(), "README.md:1"); valid != 1 {
 		t.Errorf("README.md:1 = %q, want it linked", out)
+	}
+}
+
+// TestLeaseCiteLocalCheckout follows a local checkout from clean to dirty
+// to a commit that was never pushed. Its files are what the tools read, so
+// citations are checked against them; a citation is linked only when its
+// file is the commit's and the commit is on the remote, and the notes say
+// why the others are not.
+func TestLeaseCiteLocalCheckout(t *testing.T) {
+	up := newRemote(t)
+	up.commit("main", map[string]string{"README.md": "one\ntwo\n", "main.go": "package main\n\nfunc main() {}\n"})
+	dir := filepath.Join(t.TempDir(), "app")
+	git(t, filepath.Dir(dir), "clone", "--quiet", up.URL, dir)
+	m := newManager(t, []Spec{{Name: "app", Path: dir, Channels: []string{"*"}, WebURL: "https://github.com/acme/app"}}, Options{})
+	cite := func(answer string) (Checked, *Lease) {
+		t.Helper()
+		l, err := m.Acquire(t.Context(), "app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.Release)
+		c, err := l.CheckAnswer(t.Context(), answer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, l
+	}
+	answer := "See README.md:3, main.go:3 and new.go:1."
+
+	c, l := cite(answer)
+	pushed := l.Commit
+	blob := "https://github.com/acme/app/blob/" + pushed + "/"
+	want := "See README.md:3 ⚠️ _(line 3 is past the end: 2 lines)_, [main.go:3](" + blob + "main.go#L3) and new.go:1 ⚠️ _(not in repo@" + pushed[:7] + ")_."
+	if c.Markdown != want || len(c.Notes) != 0 {
+		t.Errorf("clean checkout:\n got %q %q\nwant %q, no notes", c.Markdown, c.Notes, want)
+	}
+
+	// Uncommitted: README.md grows, new.go appears. Both are checked as
+	// they are on disk, and neither is linked at a commit that lacks them.
+	writeFile(t, dir, "README.md", "one\ntwo\nthree\n")
+	writeFile(t, dir, "new.go", "package main\n")
+	c, _ = cite(answer)
+	want = "See README.md:3, [main.go:3](" + blob + "main.go#L3) and new.go:1."
+	note := "uncommitted changes in cited files: lines may differ from " + pushed[:7]
+	if c.Markdown != want || c.Valid != 3 || strings.Join(c.Notes, "|") != note {
+		t.Errorf("dirty checkout:\n got %q %d %q\nwant %q 3 %q", c.Markdown, c.Valid, c.Notes, want, note)
+	}
+
+	// Committed but not pushed: nothing is linked, context lines included.
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "--quiet", "-m", "local")
+	c, l = cite(answer)
+	if l.Commit == pushed {
+		t.Fatal("the lease did not move to the local commit")
+	}
+	want = "See README.md:3, main.go:3 and new.go:1."
+	note = "local commit " + l.Commit[:7] + " is not pushed; citations are checked but not linked"
+	if c.Markdown != want || c.Valid != 3 || strings.Join(c.Notes, "|") != note {
+		t.Errorf("unpushed commit:\n got %q %d %q\nwant %q 3 %q", c.Markdown, c.Valid, c.Notes, want, note)
+	}
+	if p := l.Permalink("main.go", 3, 3, false); p != "" {
+		t.Errorf("Permalink of an unpushed commit = %q, want none", p)
+	}
+
+	// Pushed: linked again, at the new commit.
+	git(t, dir, "push", "--quiet", "origin", "HEAD:main")
+	c, l = cite(answer)
+	if !strings.Contains(c.Markdown, "[new.go:1](https://github.com/acme/app/blob/"+l.Commit+"/new.go#L1)") || len(c.Notes) != 0 {
+		t.Errorf("pushed commit: got %q %q, want new.go linked and no notes", c.Markdown, c.Notes)
+	}
+}
+
+// TestLeaseCiteLocalRunsNoFilter checks that comparing a checkout's files
+// with its commit runs nothing the checkout configures: git status would
+// run a clean filter named in .git/config on a file whose stat changed.
+func TestLeaseCiteLocalRunsNoFilter(t *testing.T) {
+	up := newRemote(t)
+	up.commit("main", map[string]string{"main.go": "package main\n", ".gitattributes": "* filter=own\n"})
+	dir := filepath.Join(t.TempDir(), "app")
+	git(t, filepath.Dir(dir), "clone", "--quiet", up.URL, dir)
+	marker := filepath.Join(t.TempDir(), "ran")
+	git(t, dir, "config", "filter.own.clean", "touch "+marker+"; cat")
+	git(t, dir, "config", "filter.own.smudge", "cat")
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "main.go"), future, future); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "main.go", "package main\n\n// changed\n")
+	m := newManager(t, []Spec{{Name: "app", Path: dir, Channels: []string{"*"}, WebURL: "https://github.com/acme/app"}}, Options{})
+	l, err := m.Acquire(t.Context(), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	c, err := l.CheckAnswer(t.Context(), "main.go:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Valid != 1 || len(c.Notes) != 1 {
+		t.Errorf("got %q %q, want main.go:3 valid and one note", c.Markdown, c.Notes)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("checking citations ran the checkout's clean filter")
+	}
+}
+
+func writeFile(t testing.TB, dir, name, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -151,6 +151,16 @@ type Lease struct {
 
 	once    sync.Once
 	release func()
+
+	// local is set for a path checkout: someone else's directory, read in
+	// place, whose files may differ from Commit and whose Commit may never
+	// have reached the web view (see keepLinks).
+	local bool
+	git   gitCall
+	// unpushed says why Commit of a local checkout with a web view cannot
+	// be linked: "" when it is on a remote-tracking branch (see
+	// pushedNote).
+	unpushed string
 }
 
 // Release ends the lease. It is safe to call more than once. When the
@@ -356,7 +366,11 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 	}
 	l.release = func() { m.release(r, s) }
 	if r.local {
+		l.local, l.git = true, m.localGit(s.dir)
 		l.Commit = m.localCommit(ctx, s.dir)
+		if l.Commit != "" && l.Web.Base != "" {
+			l.unpushed = l.pushedNote(ctx)
+		}
 		r.mu.Lock()
 		r.lastCommit = l.Commit
 		r.mu.Unlock()

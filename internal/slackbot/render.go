@@ -206,15 +206,21 @@ type Footer struct {
 	Duration                                                       time.Duration
 	Repo, Commit                                                   string // optional; shown as "repo@abc1234" when set
 	Note                                                           string // optional, e.g. "stopped after 25 steps"
+	// Checkout is what to know about the checkout the citations were
+	// checked in, e.g. "local commit abc1234 is not pushed; citations are
+	// checked but not linked" (repos.Checked's notes).
+	Checkout string
 }
 
 // text renders the footer as one mrkdwn line, e.g.
 // "3 steps · 5 tool calls · 12.3k tokens in (9.1k cached) · 410 out · 8.2s".
-// The note comes first because it changes how the answer should be read.
+// The notes come first because they change how the answer should be read.
 func (f Footer) text() string {
 	var parts []string
-	if note := oneLine(f.Note); note != "" {
-		parts = append(parts, "_"+mrkdwnEscaper.Replace(note)+"_")
+	for _, note := range []string{f.Note, f.Checkout} {
+		if note = oneLine(note); note != "" {
+			parts = append(parts, "_"+mrkdwnEscaper.Replace(note)+"_")
+		}
 	}
 	if f.Steps > 0 {
 		parts = append(parts, fmtPlural(f.Steps, "step", "steps"))

@@ -296,6 +296,9 @@ func TestFooterText(t *testing.T) {
 		{"escaped", Footer{Repo: "a<b>&c", Note: "<!channel>"},
 			"_&lt;!channel&gt;_ · a&lt;b&gt;&amp;c"},
 		{"commit only", Footer{Commit: "0123456789"}, "0123456"},
+		{"checkout notes", Footer{Steps: 1, Repo: "app", Commit: "abc1234def", Note: "stopped after 1 step",
+			Checkout: "uncommitted changes in cited files: lines may differ from abc1234; local commit abc1234 is not pushed; citations are checked but not linked"},
+			"_stopped after 1 step_ · _uncommitted changes in cited files: lines may differ from abc1234; local commit abc1234 is not pushed; citations are checked but not linked_ · 1 step · app@abc1234"},
 		{"zero", Footer{}, ""},
 	}
 	for _, c := range cases {

@@ -133,6 +133,9 @@ type checkout struct {
 	commit string
 	ans    Answerer
 	lease  *repos.Lease // nil without Config.Repos
+	// notes say what the answer's citations cannot show (repos.Checked),
+	// for the footer.
+	notes []string
 }
 
 // checkout leases repo for a turn and builds its agent. Release it when
@@ -171,14 +174,15 @@ func (b *Bot) cite(ctx context.Context, c *checkout, answer string) string {
 	if c.lease == nil {
 		return answer
 	}
-	out, valid, invalid, err := c.lease.Cite(ctx, answer)
+	checked, err := c.lease.CheckAnswer(ctx, answer)
 	if err != nil {
 		b.log.Warn("check an answer's citations; posting it unchecked", "repo", c.repo, "commit", c.commit, "err", err)
 		return answer
 	}
-	b.metrics.citations.WithLabelValues("valid").Add(float64(valid))
-	b.metrics.citations.WithLabelValues("flagged").Add(float64(invalid))
-	return out
+	b.metrics.citations.WithLabelValues("valid").Add(float64(checked.Valid))
+	b.metrics.citations.WithLabelValues("flagged").Add(float64(checked.Invalid))
+	c.notes = checked.Notes
+	return checked.Markdown
 }
 
 // link is the permalink for the file a successful call read, for its

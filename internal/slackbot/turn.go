@@ -346,6 +346,7 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 		Duration:         took,
 		Repo:             co.repo,
 		Commit:           co.commit,
+		Checkout:         strings.Join(co.notes, "; "),
 	}
 	// The thread's totals include this turn; show them once there was an
 	// earlier turn, when they differ from this turn's numbers.
