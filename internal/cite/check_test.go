@@ -91,6 +91,8 @@ func TestCheckAndRewrite(t *testing.T) {
 		{"link with a title", `[README.md:1](https://evil.example/x "README.md at main")`,
 			"[README.md:1](" + blob + "README.md#L1)"},
 		{"relative link", "[README.md:1](README.md)", "[README.md:1](" + blob + "README.md#L1)"},
+		{"link text in bold", "[**README.md:1**](https://evil.example/x) [_`README.md:2`_](https://evil.example/y)",
+			"[README.md:1](" + blob + "README.md#L1) [README.md:2](" + blob + "README.md#L2)"},
 		{"link text in code", "[`internal/a.go:3`](https://evil.example/x)", "[internal/a.go:3](" + blob + "internal/a.go#L3)"},
 		{"link text with escapes", `[internal/\_gen\_/x.go:4](https://evil.example/x)`,
 			"[internal/\\_gen\\_/x.go:4](" + blob + "internal/_gen_/x.go#L4)"},

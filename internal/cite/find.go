@@ -521,11 +521,15 @@ func closingRun(s string, from, n int) int {
 // line of unmatched brackets costs linear time, not quadratic.
 const maxLink = 4096
 
-// linkText is what a link's text says once its Markdown is read: code
-// backticks around it and backslash escapes go, so that
+// linkText is what a link's text says once its Markdown is read: emphasis
+// and code backticks around it and backslash escapes go, so that
 // [`internal/\_gen\_/x.go:4`](…) is read as internal/_gen_/x.go:4.
 func linkText(text string) string {
 	text = strings.TrimSpace(text)
+	// Emphasis around the whole text: [**README.md:1**](…).
+	for len(text) > 2 && (text[0] == '*' || text[0] == '_') && text[len(text)-1] == text[0] {
+		text = strings.TrimSpace(text[1 : len(text)-1])
+	}
 	if len(text) > 2 && text[0] == '`' && text[len(text)-1] == '`' {
 		return strings.TrimSpace(strings.Trim(text, "`"))
 	}
