@@ -289,10 +289,11 @@ func shortSHA(commit string) string {
 // Permalink is the web view's link to path at the lease's commit, with
 // lines start-end highlighted (start 0: the whole file), or to a directory
 // when dir is set. It is "" when the repository has no web view, the
-// checkout has no commit or its commit is not pushed, or path is not a
-// repository-relative path. It does not check that path exists: callers
-// link what a tool has just read.
-func (l *Lease) Permalink(path string, start, end int, dir bool) string {
+// checkout has no commit or its commit is not pushed, a local checkout's
+// file differs from the commit's, or path is not a repository-relative
+// path. It does not check that path exists: callers link what a tool has
+// just read.
+func (l *Lease) Permalink(ctx context.Context, path string, start, end int, dir bool) string {
 	p, err := cite.Normalize(path)
 	if err != nil {
 		if path == "" || path == "." || path == "/" || path == "./" {
@@ -301,10 +302,7 @@ func (l *Lease) Permalink(path string, start, end int, dir bool) string {
 			return ""
 		}
 	}
-	if l.Web.Base == "" || l.Commit == "" {
-		return ""
-	}
-	if l.unpushed != "" {
+	if l.Web.Base == "" || l.Commit == "" || l.unpushed != "" {
 		return ""
 	}
 	if dir {
@@ -315,6 +313,12 @@ func (l *Lease) Permalink(path string, start, end int, dir bool) string {
 	}
 	if p == "" {
 		return ""
+	}
+	if l.local {
+		// What a tool read from disk is only the commit's when unchanged.
+		if changed, err := l.changedSince(ctx, []string{p}); err != nil || changed[p] {
+			return ""
+		}
 	}
 	return l.Web.Permalink(l.Commit, p, start, end)
 }

@@ -109,7 +109,7 @@ func TestLeasePermalink(t *testing.T) {
 			r := &repo{remote: tc.remote, spec: Spec{WebURL: tc.webURL, WebKind: tc.kind}}
 			m.log = newLogger(&logBuffer{})
 			l := &Lease{Commit: sha, Web: m.webView(r)}
-			got := l.Permalink(tc.path, tc.start, tc.end, tc.dir)
+			got := l.Permalink(t.Context(), tc.path, tc.start, tc.end, tc.dir)
 			if tc.wantNoLinks {
 				if got != "" {
 					t.Errorf("Permalink = %q, want none", got)
@@ -260,11 +260,18 @@ func TestLeaseCiteLocalCheckout(t *testing.T) {
 	// they are on disk, and neither is linked at a commit that lacks them.
 	writeFile(t, dir, "README.md", "one\ntwo\nthree\n")
 	writeFile(t, dir, "new.go", "package main\n")
-	c, _ = cite(answer)
+	c, l = cite(answer)
 	want = "See README.md:3, [main.go:3](" + blob + "main.go#L3) and new.go:1."
 	note := "uncommitted changes in cited files: lines may differ from " + pushed[:7]
 	if c.Markdown != want || c.Valid != 3 || strings.Join(c.Notes, "|") != note {
 		t.Errorf("dirty checkout:\n got %q %d %q\nwant %q 3 %q", c.Markdown, c.Valid, c.Notes, want, note)
+	}
+	// A context line links what a tool read only when it is the commit's.
+	if p := l.Permalink(t.Context(), "README.md", 1, 3, false); p != "" {
+		t.Errorf("Permalink of a changed file = %q, want none", p)
+	}
+	if p, want := l.Permalink(t.Context(), "main.go", 1, 3, false), blob+"main.go#L1-L3"; p != want {
+		t.Errorf("Permalink of an unchanged file = %q, want %q", p, want)
 	}
 
 	// Committed but not pushed: nothing is linked, context lines included.
@@ -279,7 +286,7 @@ func TestLeaseCiteLocalCheckout(t *testing.T) {
 	if c.Markdown != want || c.Valid != 3 || strings.Join(c.Notes, "|") != note {
 		t.Errorf("unpushed commit:\n got %q %d %q\nwant %q 3 %q", c.Markdown, c.Valid, c.Notes, want, note)
 	}
-	if p := l.Permalink("main.go", 3, 3, false); p != "" {
+	if p := l.Permalink(t.Context(), "main.go", 3, 3, false); p != "" {
 		t.Errorf("Permalink of an unpushed commit = %q, want none", p)
 	}
 

@@ -43,8 +43,9 @@ type progress struct {
 	hitMaxSteps bool
 
 	// link, when set, gives a finished call's context line its link to
-	// the file it read; set before the agent runs.
-	link func(tools.Call, tools.Result) string
+	// the file it read; set before the agent runs. It may run git, so it
+	// is called outside mu.
+	link func(context.Context, tools.Call, tools.Result) string
 
 	mu        sync.Mutex
 	lines     []CallLine
@@ -102,6 +103,10 @@ func (p *progress) ToolDone(step int, call tools.Call, res tools.Result, took ti
 	}
 	p.b.metrics.toolCalls.WithLabelValues(call.Name, outcome).Inc()
 	p.b.metrics.toolSeconds.WithLabelValues(call.Name).Observe(took.Seconds())
+	var url string
+	if p.link != nil {
+		url = p.link(p.ctx, call, res)
+	}
 	p.mu.Lock()
 	if i, ok := p.byID[call.ID]; ok {
 		p.lines[i].State = CallOK
@@ -109,9 +114,7 @@ func (p *progress) ToolDone(step int, call tools.Call, res tools.Result, took ti
 			p.lines[i].State = CallFailed
 		}
 		p.lines[i].Summary = res.Summary
-		if p.link != nil {
-			p.lines[i].URL = p.link(call, res)
-		}
+		p.lines[i].URL = url
 	}
 	p.mu.Unlock()
 	p.poke()

@@ -189,7 +189,7 @@ func (b *Bot) cite(ctx context.Context, c *checkout, answer string) string {
 // context line: read_file with the lines it showed, git_blame with the
 // lines it blamed, list_files to the directory. Other calls name no one
 // file, and a call that failed links nothing.
-func (c *checkout) link(call tools.Call, res tools.Result) string {
+func (c *checkout) link(ctx context.Context, call tools.Call, res tools.Result) string {
 	if c.lease == nil || res.IsError {
 		return ""
 	}
@@ -213,16 +213,16 @@ func (c *checkout) link(call tools.Call, res tools.Result) string {
 		if a.Offset > 1 || a.Limit > 0 || strings.Contains(res.Content, "; continue with offset=") {
 			start, end = shownLines(res.Content)
 		}
-		return c.lease.Permalink(a.Path, start, end, false)
+		return c.lease.Permalink(ctx, a.Path, start, end, false)
 	case tools.GitBlameName:
 		// git_blame may look at another commit; only the turn's own is
 		// linked.
 		if a.Path == "" || (a.Commit != "" && a.Commit != "HEAD" && (len(a.Commit) < 7 || !strings.HasPrefix(c.commit, a.Commit))) {
 			return ""
 		}
-		return c.lease.Permalink(a.Path, a.Start, max(a.End, a.Start), false)
+		return c.lease.Permalink(ctx, a.Path, a.Start, max(a.End, a.Start), false)
 	case tools.ListFilesName:
-		return c.lease.Permalink(a.Path, 0, 0, true)
+		return c.lease.Permalink(ctx, a.Path, 0, 0, true)
 	}
 	return ""
 }

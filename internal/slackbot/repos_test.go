@@ -38,13 +38,13 @@ func TestCallLink(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, _ := json.Marshal(tc.args)
-			got := co.link(tools.Call{Name: tc.tool, Input: in}, tools.Result{Content: tc.content, IsError: tc.failed})
+			got := co.link(t.Context(), tools.Call{Name: tc.tool, Input: in}, tools.Result{Content: tc.content, IsError: tc.failed})
 			if got != tc.want {
 				t.Errorf("link = %q\nwant   %q", got, tc.want)
 			}
 		})
 	}
-	if got := (&checkout{}).link(tools.Call{Name: tools.ReadFileName, Input: json.RawMessage(`{"path":"a.go"}`)}, tools.Result{}); got != "" {
+	if got := (&checkout{}).link(t.Context(), tools.Call{Name: tools.ReadFileName, Input: json.RawMessage(`{"path":"a.go"}`)}, tools.Result{}); got != "" {
 		t.Errorf("without repos, link = %q, want none", got)
 	}
 }
