@@ -45,8 +45,10 @@ func (c Citation) String() string {
 //   - A path has a slash or a known file extension (or is a well-known file
 //     such as Makefile or a dotfile), and no spaces. URLs, host:port, times,
 //     IPv6 addresses and Windows paths are not citations.
-//   - A Markdown link whose text is a citation with a line is reported with
-//     Linked set, so a link the model made to a missing file is still caught.
+//   - A Markdown link or image whose text is a citation, with or without a
+//     line, is reported with Linked set and its destination in Dest, so
+//     that a link the model made is checked like any citation and never
+//     keeps a destination of its own (see Rewrite).
 //   - Fenced code blocks are skipped entirely.
 func Find(markdown string) []Citation {
 	lines := strings.SplitAfter(markdown, "\n")
