@@ -22,8 +22,16 @@ import (
 // serveSlack wires the repositories, the model, the store and the Slack app
 // together and serves until ctx is cancelled (SIGTERM, Ctrl-C), then drains.
 func serveSlack(ctx context.Context, cfg config.Config, env func(string) (string, bool), stderr io.Writer) error {
-	s, err := newService(ctx, cfg, env, newLogger(cfg, stderr))
+	log := newLogger(cfg, stderr)
+	s, err := newService(ctx, cfg, env, log)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while starting (a first clone can take minutes):
+			// nothing was taken on yet, so this is a clean stop, not a
+			// failure for a supervisor to restart.
+			log.Info("stopped before serving", "cause", context.Cause(ctx).Error())
+			return nil
+		}
 		return err
 	}
 	defer s.Close()
