@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -63,11 +64,13 @@ func BenchmarkSearchEngine(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// A flag never set, as a search runs with one.
+			var stop atomic.Bool
 			b.SetBytes(size)
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, f := range files {
-					m.collectFile(f, 0, 100)
+					m.collectFile(f, &stop, 0, 100)
 				}
 			}
 		})

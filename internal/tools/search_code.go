@@ -145,19 +145,28 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 		args.MaxResults = maxMaxResults
 	}
 	m, err := compileSearch(args.Pattern, args.Literal, args.IgnoreCase)
+	if errors.Is(err, errPatternTooComplex) {
+		return "", err
+	}
 	if err != nil {
 		return "", patternError(args.Pattern, err)
 	}
 
+	// The call's own deadline may come first; the partial note then names
+	// the time the search really had.
+	budget := s.opts.Timeout
+	if dl, ok := ctx.Deadline(); ok {
+		budget = max(0, min(budget, time.Until(dl)))
+	}
 	start := s.now()
-	deadline := start.Add(s.opts.Timeout)
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	deadline := start.Add(budget)
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 
 	scope, err := s.scope(ctx, args.Path)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("search: listing the files took longer than %s: %w", s.opts.Timeout, ctx.Err())
+			return "", fmt.Errorf("search: listing the files took longer than %s: %w", roundBudget(budget), ctx.Err())
 		}
 		return "", err
 	}
@@ -178,7 +187,15 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	if !res.complete && errors.Is(ctx.Err(), context.Canceled) {
 		return "", fmt.Errorf("search canceled: %w", ctx.Err())
 	}
-	return renderSearch(args, scope, res, s.opts, notes), nil
+	return renderSearch(args, scope, res, s.opts, roundBudget(budget), notes), nil
+}
+
+// roundBudget rounds a time budget for the model to read.
+func roundBudget(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
 }
 
 // readers returns how the job's workers read files: through a root on the
@@ -278,7 +295,7 @@ func patternError(pattern string, err error) error {
 // renderSearch writes what the model reads: a header with totals and
 // notes, the matching lines grouped by file, and what to do when the
 // output is not the whole story.
-func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts SearchCodeOptions, notes []string) string {
+func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts SearchCodeOptions, budget time.Duration, notes []string) string {
 	var (
 		total, inFiles, shown int
 		binary, huge, unread  int
@@ -350,8 +367,12 @@ func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts
 		b.WriteByte('\n')
 	}
 	if timedOut {
-		fmt.Fprintf(&b, "Partial results: the search timed out after %s having searched %d of %d files, so there may be more matches. Narrow it with path or include, or use a pattern with a plain-text part.\n",
-			opts.Timeout, res.searched, len(res.files))
+		inside := ""
+		if res.cut > 0 {
+			inside = fmt.Sprintf(" (it stopped inside %d more)", res.cut)
+		}
+		fmt.Fprintf(&b, "Partial results: the search timed out after %s having searched %d of %d files%s, so there may be more matches. Narrow it with path or include, or use a pattern with a plain-text part.\n",
+			budget, res.searched, len(res.files), inside)
 	}
 	if binary+huge+unread > 0 {
 		var parts []string

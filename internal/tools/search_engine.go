@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -18,6 +19,14 @@ import (
 // buffer when the pattern has no literal), and format only as many lines as
 // can still be shown. Files are searched by a few workers; results are merged
 // back into path order, so output is deterministic whatever the scheduling.
+//
+// A search must end soon after its context does, also in the middle of a
+// file: a pattern Go's regexp runs linearly can still cost 10 µs a byte when
+// its program is large, and one long line of a big file is then a minute of
+// work. So the buffer is scanned in windows of whole lines and a stop flag
+// (set by context.AfterFunc, a load cheaper than ctx.Err) is looked at
+// between windows, and a regexp call on an input too long to finish quickly
+// reads it through a RuneReader that ends the input once the flag is set.
 
 const (
 	// binarySniffLen is how much of a file is checked for a NUL byte, as
@@ -26,6 +35,18 @@ const (
 	// maxSearchLineLen is where a shown line is cut. Minified files put a
 	// whole program on one line; the model needs the match, not 1 MB.
 	maxSearchLineLen = 500
+	// maxSearchProgram is the most instructions a pattern's compiled
+	// program may have. The regexp's cost per byte grows with it (about
+	// 12 ns per live instruction: [a-z]{1000}X takes 13 s per MB), and no
+	// question needs more; a long alternation of names stays well below.
+	maxSearchProgram = 1000
+	// searchWindow is how many bytes are scanned between two looks at the
+	// stop flag; a window is extended to the end of its last line.
+	searchWindow = 64 << 10
+	// searchDirectWork bounds input length × program size of one regexp
+	// call on a byte slice, about 50 ms at worst; a longer input is read
+	// through a stoppableReader.
+	searchDirectWork = 4 << 20
 )
 
 // searchMatcher finds the lines of a buffer that match one pattern. It is
@@ -46,10 +67,18 @@ type searchMatcher struct {
 	// perLine is set for \A and \z, which a pass over the whole buffer
 	// sees only at its ends: the regexp then runs on each line alone.
 	perLine bool
+	// window is searchWindow and directLen the longest input the regexp
+	// reads as a byte slice (searchDirectWork over the program size);
+	// tests shrink both to put every boundary under test.
+	window, directLen int
 }
 
 // errPatternSyntax marks a pattern the regexp package rejected.
 var errPatternSyntax = errors.New("invalid pattern")
+
+// errPatternTooComplex marks a pattern whose program is over
+// maxSearchProgram.
+var errPatternTooComplex = errors.New("pattern too complex")
 
 // compileSearch compiles pattern with line semantics: ^ and $ match at line
 // boundaries and a match never spans lines (see eachLine).
@@ -63,16 +92,26 @@ func compileSearch(pattern string, literal, ignoreCase bool) (*searchMatcher, er
 		flags = "(?mi)"
 	}
 	expr = flags + expr
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errPatternSyntax, err)
-	}
 	tree, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errPatternSyntax, err)
 	}
-	m := &searchMatcher{re: re}
 	simple := tree.Simplify()
+	// The program the regexp package will run; it compiles the same
+	// simplified tree.
+	prog, err := syntax.Compile(simple)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errPatternSyntax, err)
+	}
+	if n := len(prog.Inst); n > maxSearchProgram {
+		return nil, fmt.Errorf("%w: its compiled program has %d instructions, the limit is %d; search for a literal part of the text instead, use a shorter alternation, or a smaller repetition count than {n,m}",
+			errPatternTooComplex, n, maxSearchProgram)
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errPatternSyntax, err)
+	}
+	m := &searchMatcher{re: re, window: searchWindow, directLen: searchDirectWork / max(1, len(prog.Inst))}
 	m.lit, m.hasLit = extractLiteral(simple)
 	if m.hasLit && m.lit.fold {
 		m.anchor = rarestByte(m.lit.text)
@@ -93,37 +132,90 @@ type matchLine struct {
 	start, end, at int
 }
 
+// scanEnd says why a scan of a window ended.
+type scanEnd uint8
+
+const (
+	scanDone    scanEnd = iota // the window was scanned to its end
+	scanQuit                   // fn returned false
+	scanStopped                // the stop flag was set
+)
+
+// stopped reports whether the stop flag is set; a nil flag never is.
+func stopped(stop *atomic.Bool) bool { return stop != nil && stop.Load() }
+
 // eachLine calls fn for every line of buf the pattern matches, in order,
 // until fn returns false. The pattern is matched against each line on its
-// own, as grep does: a match never includes a newline.
-func (m *searchMatcher) eachLine(buf []byte, fn func(matchLine) bool) {
-	if m.hasLit || m.hasClass {
-		m.eachLiteralLine(buf, fn)
-		return
-	}
-	if m.nfa != nil {
-		m.eachNFALine(buf, fn)
-		return
-	}
-	if m.perLine {
-		for ls := 0; ls < len(buf); {
-			le := lineEnd(buf, ls)
-			if loc := m.re.FindIndex(buf[ls:le]); loc != nil && !fn(matchLine{start: ls, end: le, at: ls + loc[0]}) {
-				return
-			}
-			ls = le + 1
+// own, as grep does: a match never includes a newline. It returns true
+// when stop was set before the whole buffer was scanned: the lines passed
+// to fn are then only those of the part scanned.
+func (m *searchMatcher) eachLine(buf []byte, stop *atomic.Bool, fn func(matchLine) bool) (cut bool) {
+	// Each window ends just after a newline (or at the end of buf), so it
+	// holds whole lines, and a line matches in the window exactly when
+	// it does in buf: in each scan below, the text after a line's newline
+	// plays no part in whether that line matches.
+	for from := 0; from < len(buf); {
+		if stopped(stop) {
+			return true
 		}
-		return
+		to := len(buf)
+		if from+m.window < len(buf) {
+			to = lineEnd(buf, from+m.window)
+			to = min(to+1, len(buf))
+		}
+		var end scanEnd
+		switch {
+		case m.hasLit || m.hasClass:
+			end = m.eachLiteralLine(buf[:to], from, stop, fn)
+		case m.nfa != nil:
+			end = m.eachNFALine(buf[:to], from, stop, fn)
+		case m.perLine:
+			end = m.eachLineAlone(buf[:to], from, stop, fn)
+		default:
+			end = m.eachRegexpLine(buf[:to], from, stop, fn)
+		}
+		switch end {
+		case scanQuit:
+			return false
+		case scanStopped:
+			return true
+		}
+		from = to
 	}
-	for pos := 0; pos < len(buf); {
-		loc := m.re.FindIndex(buf[pos:])
+	return false
+}
+
+// eachLineAlone runs the regexp on each line by itself, from pos on.
+func (m *searchMatcher) eachLineAlone(buf []byte, pos int, stop *atomic.Bool, fn func(matchLine) bool) scanEnd {
+	for ls := pos; ls < len(buf); {
+		le := lineEnd(buf, ls)
+		loc, cut := m.find(buf[ls:le], stop)
+		if cut {
+			return scanStopped
+		}
+		if loc != nil && !fn(matchLine{start: ls, end: le, at: ls + loc[0]}) {
+			return scanQuit
+		}
+		ls = le + 1
+	}
+	return scanDone
+}
+
+// eachRegexpLine runs the regexp over the buffer from pos on, for patterns
+// with nothing cheaper to find candidates with.
+func (m *searchMatcher) eachRegexpLine(buf []byte, pos int, stop *atomic.Bool, fn func(matchLine) bool) scanEnd {
+	for pos < len(buf) {
+		loc, cut := m.find(buf[pos:], stop)
+		if cut {
+			return scanStopped
+		}
 		if loc == nil {
-			return
+			return scanDone
 		}
 		s, e := pos+loc[0], pos+loc[1]
 		ls := pos + bytes.LastIndexByte(buf[pos:s], '\n') + 1
 		if ls >= len(buf) {
-			return // an empty match after the final newline: no line there
+			return scanDone // an empty match after the final newline: no line there
 		}
 		le := lineEnd(buf, s)
 		at := s
@@ -134,28 +226,32 @@ func (m *searchMatcher) eachLine(buf []byte, fn func(matchLine) bool) {
 		// a newline like the edge of the text.
 		keep := true
 		if bytes.IndexByte(buf[s:e], '\n') >= 0 {
-			loc = m.re.FindIndex(buf[ls:le])
+			loc, cut = m.find(buf[ls:le], stop)
+			if cut {
+				return scanStopped
+			}
 			keep = loc != nil
 			if keep {
 				at = ls + loc[0]
 			}
 		}
 		if keep && !fn(matchLine{start: ls, end: le, at: at}) {
-			return
+			return scanQuit
 		}
 		pos = le + 1
 	}
+	return scanDone
 }
 
 // eachLiteralLine finds the required literal with a SIMD byte search (or the
 // required class run with a byte table) and runs the regexp only on the
 // lines that contain it.
-func (m *searchMatcher) eachLiteralLine(buf []byte, fn func(matchLine) bool) {
+func (m *searchMatcher) eachLiteralLine(buf []byte, pos int, stop *atomic.Bool, fn func(matchLine) bool) scanEnd {
 	var ff foldFinder
 	if m.lit.fold {
 		ff = newFoldFinder(buf, m.lit.text, m.anchor)
 	}
-	for pos := 0; pos < len(buf); {
+	for pos < len(buf) {
 		var h int
 		switch {
 		case m.hasClass:
@@ -168,7 +264,7 @@ func (m *searchMatcher) eachLiteralLine(buf []byte, fn func(matchLine) bool) {
 			}
 		}
 		if h < 0 {
-			return
+			return scanDone
 		}
 		ls := bytes.LastIndexByte(buf[:h], '\n') + 1
 		le := lineEnd(buf, h)
@@ -186,45 +282,101 @@ func (m *searchMatcher) eachLiteralLine(buf []byte, fn func(matchLine) bool) {
 			case m.nfa != nil && !m.nfa.matchLine(line):
 				keep = false
 			default:
-				at, keep = m.findStart(buf, ls, le)
+				var cut bool
+				if at, keep, cut = m.findStart(buf, ls, le, stop); cut {
+					return scanStopped
+				}
 			}
 		}
 		if keep && !fn(matchLine{start: ls, end: le, at: at}) {
-			return
+			return scanQuit
 		}
 		pos = le + 1
 	}
+	return scanDone
 }
 
-// eachNFALine runs the automaton over the whole buffer, for patterns with
-// neither a literal nor a class run to prefilter on.
-func (m *searchMatcher) eachNFALine(buf []byte, fn func(matchLine) bool) {
-	for pos := 0; pos < len(buf); {
+// eachNFALine runs the automaton over the buffer from pos on, for patterns
+// with neither a literal nor a class run to prefilter on.
+func (m *searchMatcher) eachNFALine(buf []byte, pos int, stop *atomic.Bool, fn func(matchLine) bool) scanEnd {
+	for pos < len(buf) {
 		h := m.nfa.nextMatch(buf, pos)
 		if h < 0 {
-			return
+			return scanDone
 		}
 		ls := bytes.LastIndexByte(buf[:h], '\n') + 1
 		le := lineEnd(buf, h)
 		at, keep := h, true
 		if le-ls > maxSearchLineLen {
-			at, keep = m.findStart(buf, ls, le)
+			var cut bool
+			if at, keep, cut = m.findStart(buf, ls, le, stop); cut {
+				return scanStopped
+			}
 		}
 		if keep && !fn(matchLine{start: ls, end: le, at: at}) {
-			return
+			return scanQuit
 		}
 		pos = le + 1
 	}
+	return scanDone
 }
 
 // findStart runs the regexp on the line buf[ls:le] for where its match
 // starts.
-func (m *searchMatcher) findStart(buf []byte, ls, le int) (at int, ok bool) {
-	loc := m.re.FindIndex(buf[ls:le])
-	if loc == nil {
-		return ls, false
+func (m *searchMatcher) findStart(buf []byte, ls, le int, stop *atomic.Bool) (at int, ok, cut bool) {
+	loc, cut := m.find(buf[ls:le], stop)
+	if cut || loc == nil {
+		return ls, false, cut
 	}
-	return ls + loc[0], true
+	return ls + loc[0], true, false
+}
+
+// find is re.FindIndex(b), which cannot be interrupted, for an input short
+// enough to be done quickly; a longer one is read through a stoppableReader.
+// cut is true when stop was set meanwhile: loc is then meaningless, since
+// the regexp took the cut for the end of the text.
+func (m *searchMatcher) find(b []byte, stop *atomic.Bool) (loc []int, cut bool) {
+	if stop == nil || len(b) <= m.directLen {
+		return m.re.FindIndex(b), false
+	}
+	r := &stoppableReader{b: b, stop: stop}
+	loc = m.re.FindReaderIndex(r)
+	return loc, r.cut
+}
+
+// stoppableReader gives the regexp the runes of b as its byte methods would
+// decode them (an invalid byte is U+FFFD of width 1), so offsets agree, and
+// ends the input early once stop is set, looking at it every few KB.
+type stoppableReader struct {
+	b     []byte
+	pos   int
+	check int // the next position at which stop is looked at
+	stop  *atomic.Bool
+	cut   bool
+}
+
+// stopCheckEvery is how many bytes a stoppableReader gives between two
+// looks at the stop flag.
+const stopCheckEvery = 4 << 10
+
+func (r *stoppableReader) ReadRune() (rune, int, error) {
+	if r.pos >= len(r.b) {
+		return 0, 0, io.EOF
+	}
+	if r.pos >= r.check {
+		if r.stop.Load() {
+			r.cut = true
+			return 0, 0, io.EOF
+		}
+		r.check = r.pos + stopCheckEvery
+	}
+	if c := r.b[r.pos]; c < utf8.RuneSelf {
+		r.pos++
+		return rune(c), 1, nil
+	}
+	c, n := utf8.DecodeRune(r.b[r.pos:])
+	r.pos += n
+	return c, n, nil
 }
 
 // hasTextAnchor reports whether re holds \A or \z.
@@ -350,7 +502,10 @@ type outLine struct {
 
 // fileHits is what searching one file produced.
 type fileHits struct {
-	done    bool
+	done bool
+	// partial is set when the search stopped inside the file: matches
+	// and lines are those of the part searched.
+	partial bool
 	skip    skipKind
 	matches int       // matching lines in the file
 	lines   []outLine // the first matches (up to the limit) with context
@@ -367,8 +522,9 @@ const (
 )
 
 // collectFile finds the matching lines of buf, counting all of them and
-// formatting the first limit with contextLines of context around each.
-func (m *searchMatcher) collectFile(buf []byte, contextLines, limit int) fileHits {
+// formatting the first limit with contextLines of context around each. It
+// stops early, marking the result partial, when stop is set.
+func (m *searchMatcher) collectFile(buf []byte, stop *atomic.Bool, contextLines, limit int) fileHits {
 	var (
 		res fileHits
 		// Line numbers are counted lazily, from the last known position.
@@ -392,7 +548,7 @@ func (m *searchMatcher) collectFile(buf []byte, contextLines, limit int) fileHit
 		}
 		afterUntil = 0
 	}
-	m.eachLine(buf, func(ml matchLine) bool {
+	res.partial = m.eachLine(buf, stop, func(ml matchLine) bool {
 		res.matches++
 		if res.matches > limit {
 			if afterUntil > 0 {
@@ -477,7 +633,7 @@ type searchJob struct {
 	maxFileSize  int64
 	workers      int
 	// expired reports whether the time budget is spent; checked between
-	// files, alongside ctx.
+	// files, alongside ctx, which is also looked at inside a file.
 	expired func() bool
 }
 
@@ -485,20 +641,29 @@ type searchJob struct {
 type searchResult struct {
 	files    []string
 	hits     []fileHits // parallel to files; done is false if never searched
-	searched int
+	searched int        // files searched to their end
+	cut      int        // files the search stopped inside
 	complete bool
 }
+
+// liveSearchWorkers counts the workers of all searches that have not
+// returned; tests check that none outlives its search.
+var liveSearchWorkers atomic.Int64
 
 // bufPool holds file buffers between reads. A search reads thousands of
 // files; reusing buffers keeps the garbage collector out of the profile.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // run searches all files, stopping early when ctx ends or time runs out.
+// It returns only after every worker has: no work of a search outlives it.
 func (j *searchJob) run(ctx context.Context) searchResult {
 	res := searchResult{files: j.files, hits: make([]fileHits, len(j.files))}
+	var stop atomic.Bool
+	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
 	var (
 		next     atomic.Int64
 		searched atomic.Int64
+		cut      atomic.Int64
 		// Files past cutoff need no formatted lines: the matches of
 		// earlier files already fill the output. Only counts are kept.
 		cutoff   atomic.Int64
@@ -515,7 +680,9 @@ func (j *searchJob) run(ctx context.Context) searchResult {
 	batch := int64(max(1, min(16, len(j.files)/(workers*16))))
 	var wg sync.WaitGroup
 	for range workers {
+		liveSearchWorkers.Add(1)
 		wg.Go(func() {
+			defer liveSearchWorkers.Add(-1)
 			r := j.reader()
 			defer r.close()
 			for {
@@ -528,8 +695,12 @@ func (j *searchJob) run(ctx context.Context) searchResult {
 					if int64(i) > cutoff.Load() {
 						limit = 0
 					}
-					h := j.searchFile(r, j.files[i], limit)
-					searched.Add(1)
+					h := j.searchFile(r, j.files[i], &stop, limit)
+					if h.partial {
+						cut.Add(1)
+					} else {
+						searched.Add(1)
+					}
 					mu.Lock()
 					res.hits[i] = h
 					for frontier < len(j.files) && res.hits[frontier].done {
@@ -549,11 +720,12 @@ func (j *searchJob) run(ctx context.Context) searchResult {
 	}
 	wg.Wait()
 	res.searched = int(searched.Load())
+	res.cut = int(cut.Load())
 	res.complete = res.searched == len(j.files)
 	return res
 }
 
-func (j *searchJob) searchFile(r fileReader, rel string, limit int) fileHits {
+func (j *searchJob) searchFile(r fileReader, rel string, stop *atomic.Bool, limit int) fileHits {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf, skip := r.read(rel, (*bp)[:0], j.maxFileSize)
@@ -564,7 +736,7 @@ func (j *searchJob) searchFile(r fileReader, rel string, limit int) fileHits {
 	if bytes.IndexByte(buf[:min(len(buf), binarySniffLen)], 0) >= 0 {
 		return fileHits{done: true, skip: skipBinary}
 	}
-	h := j.matcher.collectFile(buf, j.contextLines, limit)
+	h := j.matcher.collectFile(buf, stop, j.contextLines, limit)
 	h.done = true
 	return h
 }

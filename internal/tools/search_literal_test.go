@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"regexp/syntax"
+	"sync/atomic"
 	"testing"
 )
 
@@ -78,8 +79,12 @@ func plainLines(re *regexp.Regexp, buf []byte) []int {
 }
 
 func engineLines(m *searchMatcher, buf []byte) []int {
+	return engineLinesStoppable(m, buf, nil)
+}
+
+func engineLinesStoppable(m *searchMatcher, buf []byte, stop *atomic.Bool) []int {
 	var got []int
-	m.eachLine(buf, func(ml matchLine) bool {
+	m.eachLine(buf, stop, func(ml matchLine) bool {
 		got = append(got, bytes.Count(buf[:ml.start], []byte{'\n'})+1)
 		return true
 	})
@@ -99,6 +104,19 @@ func checkAgainstPlain(t *testing.T, pattern string, ignoreCase bool, buf []byte
 	if !slicesEqual(got, want) {
 		t.Fatalf("pattern %q ignoreCase=%v (literal %q fold=%v whole=%v) on %q:\nengine lines %v\nplain lines  %v",
 			pattern, ignoreCase, m.lit.text, m.lit.fold, m.lit.whole, buf, got, want)
+	}
+	// The same with a stop flag that is never set, in windows of a few
+	// bytes and with every regexp call reading through a stoppableReader:
+	// the machinery that lets a search stop must not change what it finds.
+	small := *m
+	small.directLen = 0
+	var stop atomic.Bool
+	for _, w := range []int{1, 3, 8} {
+		small.window = w
+		if got := engineLinesStoppable(&small, buf, &stop); !slicesEqual(got, want) {
+			t.Fatalf("pattern %q ignoreCase=%v in windows of %d bytes, through a reader, on %q:\nengine lines %v\nplain lines  %v",
+				pattern, ignoreCase, w, buf, got, want)
+		}
 	}
 }
 
