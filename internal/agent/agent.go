@@ -21,6 +21,11 @@ const (
 	DefaultMaxParallel = 8
 )
 
+// toolStopGrace is how long a call whose time is up waits for its tool to
+// return. The tools look at their context every few KB of input, so they
+// stop in milliseconds; this only bounds a tool that does not.
+const toolStopGrace = 5 * time.Second
+
 // stuckSteps is how many steps in a row may consist only of refused repeats
 // before the loop stops offering tools. One such step is a slip the error
 // results can correct; two mean the model is going round in circles.
@@ -93,6 +98,7 @@ type Agent struct {
 	readOnly    func(name string) bool
 	maxSteps    int
 	toolTimeout time.Duration
+	stopGrace   time.Duration
 	maxRepeats  int
 	maxParallel int
 	compact     func([]llm.Message, []llm.ToolSpec) ([]llm.Message, bool)
@@ -131,6 +137,7 @@ func New(cfg Config) (*Agent, error) {
 		system:      llm.Message{Role: llm.RoleSystem, Content: cmpOr(cfg.SystemPrompt, DefaultSystemPrompt)},
 		maxSteps:    cmpOr(cfg.MaxSteps, DefaultMaxSteps),
 		toolTimeout: cmpOr(cfg.ToolTimeout, DefaultToolTimeout),
+		stopGrace:   toolStopGrace,
 		maxRepeats:  cmpOr(cfg.MaxRepeats, DefaultMaxRepeats),
 		maxParallel: cmpOr(cfg.MaxParallel, DefaultMaxParallel),
 		compact:     cfg.Compact,

@@ -112,10 +112,14 @@ func (r *run) exec(ctx context.Context, step int, c tools.Call) tools.Result {
 	return res
 }
 
-// runOne runs the call in its own goroutine and stops waiting for it when its
-// timeout or ctx ends, so a tool that ignores its context cannot hold the
-// turn; such a tool's goroutine finishes on its own later. Its result is
-// replaced by one that tells the model what happened and what to do.
+// runOne runs the call in its own goroutine under the per-call timeout.
+// When the timeout or ctx ends first, it waits up to stopGrace for the tool
+// to return: tools stop promptly when their context ends, so the call's work
+// is over when the call is, and a partial result that arrives in that time
+// (a search that says what it did not cover) is kept. A tool that ignores
+// its context is a bug; it is logged and left behind, so it cannot hold the
+// turn. Any error result after the timeout is replaced by one that tells the
+// model what happened and what to do.
 func (a *Agent) runOne(ctx context.Context, c tools.Call) tools.Result {
 	if ctx.Err() != nil {
 		return cancelledResult(c)
@@ -144,12 +148,15 @@ func (a *Agent) runOne(ctx context.Context, c tools.Call) tools.Result {
 			return res
 		}
 	case <-cctx.Done():
+		grace := time.NewTimer(a.stopGrace)
+		defer grace.Stop()
 		select {
 		case res = <-done:
 			if !res.IsError {
 				return res
 			}
-		default:
+		case <-grace.C:
+			a.log.Error("tool still running after its call ended; its goroutine is left behind", "tool", c.Name, "grace", a.stopGrace.String())
 		}
 	}
 	if ctx.Err() != nil {
