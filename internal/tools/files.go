@@ -54,8 +54,12 @@ func (w *Workspace) Files(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	select {
+	case w.lock <- struct{}{}:
+		defer func() { <-w.lock }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("list files: %w", ctx.Err())
+	}
 	if !w.git.checked {
 		w.git.gitDir = w.findGitDir(ctx)
 		// A canceled call says nothing about the repository: ask again.

@@ -68,6 +68,9 @@ func (g *globTool) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if !doublestar.ValidatePattern(pattern) {
 		return "", fmt.Errorf("pattern %q is not a valid glob (check that brackets and braces are closed); examples: \"**/*.go\", \"src/**/test_*.py\"", args.Pattern)
 	}
+	if err := checkGlobCost("pattern", pattern); err != nil {
+		return "", err
+	}
 	dir := strings.TrimSpace(args.Path)
 	if dir == "" {
 		dir = "."
@@ -89,6 +92,9 @@ func (g *globTool) Run(ctx context.Context, input json.RawMessage) (string, erro
 	byName := !strings.Contains(pattern, "/")
 	var matches []string
 	for i := sort.SearchStrings(files, prefix); i < len(files) && strings.HasPrefix(files[i], prefix); i++ {
+		if i%64 == 0 && ctx.Err() != nil {
+			return "", fmt.Errorf("glob: %w", ctx.Err())
+		}
 		name := files[i][len(prefix):]
 		if byName {
 			name = path.Base(name)
@@ -125,4 +131,74 @@ func (g *globTool) Summarize(output string) string {
 	}
 	first, _, _ := strings.Cut(output, " match ")
 	return first
+}
+
+// Limits on a glob from the model. doublestar matches "{a,b}" by trying
+// each alternative with the rest of the pattern, so n groups of braces cost
+// the product of their sizes for every name ("{,}" thirty times is a
+// billion tries per file); stars backtrack one level only, costing at most
+// the pattern's length times the name's.
+const (
+	maxGlobLen          = 256
+	maxGlobAlternatives = 64
+)
+
+// checkGlobCost refuses a glob that could take seconds per file name.
+func checkGlobCost(arg, glob string) error {
+	if len(glob) > maxGlobLen {
+		return fmt.Errorf("%q is %d characters long, more than %d; give a shorter glob such as \"**/*.go\"", arg, len(glob), maxGlobLen)
+	}
+	if n := globAlternatives(glob); n > maxGlobAlternatives {
+		return fmt.Errorf("%q %q is too complex: its braces expand to %s patterns, the limit is %d; use fewer {a,b} groups, or make several calls", arg, glob, countOrMore(n), maxGlobAlternatives)
+	}
+	return nil
+}
+
+// globAlternatives returns how many patterns the braces of glob expand to,
+// saturating at 1<<20.
+func globAlternatives(glob string) int {
+	n, _ := braceSeq(glob, 0, 0)
+	return n
+}
+
+const braceCap = 1 << 20
+
+// braceSeq reads glob from i to the end of a sequence (the end of glob,
+// or a ',' or '}' inside braces) and returns the product of the sizes of
+// its brace groups and where it stopped.
+func braceSeq(glob string, i, depth int) (int, int) {
+	prod := 1
+	for i < len(glob) {
+		switch glob[i] {
+		case '\\':
+			i += 2
+			continue
+		case '{':
+			sum := 0
+			i++
+			for {
+				n, j := braceSeq(glob, i, depth+1)
+				sum = min(sum+n, braceCap)
+				i = j + 1
+				if j >= len(glob) || glob[j] == '}' {
+					break
+				}
+			}
+			prod = min(prod*max(sum, 1), braceCap)
+			continue
+		case ',', '}':
+			if depth > 0 {
+				return prod, i
+			}
+		}
+		i++
+	}
+	return prod, i
+}
+
+func countOrMore(n int) string {
+	if n >= braceCap {
+		return fmt.Sprintf("%d or more", braceCap)
+	}
+	return fmt.Sprint(n)
 }

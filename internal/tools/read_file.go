@@ -90,7 +90,7 @@ func (r *readFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if fi.Size() == 0 {
 		return fmt.Sprintf("%s is empty (0 bytes).", rel), nil
 	}
-	br := bufio.NewReaderSize(f, 64*1024)
+	br := bufio.NewReaderSize(ctxReader{ctx: ctx, r: f}, 64*1024)
 	head, err := br.Peek(binarySniff)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return "", fmt.Errorf("read %s: %w", rel, err)
@@ -102,7 +102,10 @@ func (r *readFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 }
 
 // readLines numbers lines offset..offset+limit-1 and reads on to the end
-// to count the total, which the footer needs to tell where to continue.
+// to count the total, which the footer needs to tell where to continue. br
+// reads through a ctxReader: a file of any size, or one line of any length,
+// ends the read when ctx does. If that happens once the page is complete,
+// the page is returned with a footer that says the total is unknown.
 func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit int) (string, error) {
 	var out strings.Builder
 	var keep []byte
@@ -115,12 +118,13 @@ func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit 
 			break
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
+			if ctx.Err() != nil && last > 0 && (capped || total >= offset+limit-1) {
+				fmt.Fprintf(&out, "[lines %d–%d; the file goes on, but its length was not counted before the time ran out; continue with offset=%d]\n", offset, last, last+1)
+				return out.String(), nil
+			}
 			return "", fmt.Errorf("read %s: %w", rel, err)
 		}
 		total++
-		if total%4096 == 0 && ctx.Err() != nil {
-			return "", fmt.Errorf("read %s: %w", rel, ctx.Err())
-		}
 		if total >= offset && total < offset+limit && !capped {
 			text := formatLine(total, line, n)
 			if out.Len()+len(text) > maxReadBytes {
@@ -145,6 +149,20 @@ func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit 
 		fmt.Fprintf(&out, "[lines %d–%d of %d%s; continue with offset=%d]\n", offset, last, total, note, last+1)
 	}
 	return out.String(), nil
+}
+
+// ctxReader fails every read once ctx has ended. bufio reads 64 KB at a
+// time, so a read of any size looks at ctx that often.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // readLine reads one line of any length, keeping at most maxKeep bytes of

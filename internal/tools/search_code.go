@@ -133,6 +133,9 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	case args.Include != "" && !doublestar.ValidatePattern(args.Include):
 		return "", fmt.Errorf(`"include" %q is not a valid glob; use e.g. "*.go" (file names anywhere) or "internal/**/*_test.go" (paths)`, args.Include)
 	}
+	if err := checkGlobCost("include", args.Include); err != nil {
+		return "", err
+	}
 	if args.Context > maxContextLines {
 		notes = append(notes, fmt.Sprintf("context is capped at %d lines.", maxContextLines))
 		args.Context = maxContextLines

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -61,7 +60,10 @@ type Workspace struct {
 	// cannot, the path is resolved link by link instead.
 	procFD bool
 
-	mu    sync.Mutex
+	// lock (a channel of one, so waiting for it can end with a context)
+	// guards files and git: one listing runs at a time, and the others
+	// wait for its result rather than running their own.
+	lock  chan struct{}
 	files *filesCache
 	git   gitState
 }
@@ -114,6 +116,7 @@ func NewWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 		deny: deny,
 		ttl:  ttl,
 		log:  log.With("component", "workspace"),
+		lock: make(chan struct{}, 1),
 	}
 	if fi, err := os.Stat("/proc/self/fd"); err == nil && fi.IsDir() {
 		w.procFD = true
