@@ -137,28 +137,48 @@ func (g *GitBlame) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if truncated && len(lines) > 0 {
 		lines = lines[:len(lines)-1]
 	}
-	var b strings.Builder
+	header := func(last int) string {
+		return fmt.Sprintf("blame of %s at %s (%s), lines %d–%d of %d\n", rel, ref, sha[:8], start, last, total)
+	}
+	// The page holds the lines that fit the output budget, whole, so
+	// the continuation below is where the model must go on.
+	budget := OutputBudget(ctx) - len(header(end)) - blameFooterRoom
+	var body strings.Builder
 	last := start - 1
-	if len(lines) > 0 {
-		last = lines[len(lines)-1].no
-	}
-	fmt.Fprintf(&b, "blame of %s at %s (%s), lines %d–%d of %d\n", rel, ref, sha[:8], start, last, total)
 	for _, l := range lines {
-		b.WriteString(strconv.Itoa(l.no))
-		b.WriteByte('\t')
-		b.WriteString(l.sha[:8])
-		b.WriteByte(' ')
-		b.WriteString(l.author)
-		b.WriteByte(' ')
-		b.WriteString(l.date)
-		b.WriteByte('\t')
-		b.WriteString(blameText(l.text))
-		b.WriteByte('\n')
+		line := strconv.Itoa(l.no) + "\t" + l.sha[:8] + " " + clipRunes(l.author, maxAuthorRunes) + " " + l.date + "\t" + blameText(l.text) + "\n"
+		if body.Len()+len(line) > budget {
+			if body.Len() > 0 {
+				break
+			}
+			line = fitLine(line, budget) // one line over the whole budget
+		}
+		body.WriteString(line)
+		last = l.no
 	}
+	var b strings.Builder
+	b.WriteString(header(last))
+	b.WriteString(body.String())
 	if last < total {
 		fmt.Fprintf(&b, "[continue with start=%d]\n", last+1)
 	}
 	return b.String(), nil
+}
+
+const (
+	// blameFooterRoom is kept out of the output budget for the
+	// continuation line.
+	blameFooterRoom = 64
+	// maxAuthorRunes cuts an author name; git takes any length.
+	maxAuthorRunes = 60
+)
+
+// clipRunes cuts s to n runes, marking the cut with "…".
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // countLines reads the file's blob at sha and counts its lines, the way

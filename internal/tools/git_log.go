@@ -162,7 +162,7 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 	if args.Pickaxe != "" {
 		commits = l.dropDenied(commits, prefix)
 	}
-	return renderLog(args, rel, follow, limit, commits), nil
+	return renderLog(args, rel, follow, limit, commits, OutputBudget(ctx)), nil
 }
 
 // isDir says whether rel is a directory in the working tree. A file that
@@ -244,7 +244,13 @@ func (l *GitLog) dropDenied(commits []logCommit, prefix string) []logCommit {
 	return kept
 }
 
-func renderLog(args gitLogArgs, rel string, follow bool, limit int, commits []logCommit) string {
+// maxSubjectRunes cuts a commit subject: git takes any length, and one
+// line per commit is what the list is for (git_show has the message).
+const maxSubjectRunes = 200
+
+// renderLog lists the commits that fit budget bytes, the header and the
+// note on what was left out included.
+func renderLog(args gitLogArgs, rel string, follow bool, limit int, commits []logCommit, budget int) string {
 	var filters []string
 	if rel != "." {
 		f := "path " + rel
@@ -277,11 +283,25 @@ func renderLog(args gitLogArgs, rel string, follow bool, limit int, commits []lo
 	}
 	more := len(commits) > limit
 	commits = commits[:min(len(commits), limit)]
-	fmt.Fprintf(&b, "%d %s%s, newest first\n", len(commits), nounFor(len(commits), "commit", "commits"), where)
+	// Room for the header and the note; the filters are in both.
+	room := budget - 2*len(where) - 256
+	var body strings.Builder
+	shown := 0
 	for _, c := range commits {
-		fmt.Fprintf(&b, "%s %s %s\t%s\n", c.sha, c.date, c.author, c.subject)
+		line := c.sha + " " + c.date + " " + clipRunes(c.author, maxAuthorRunes) + "\t" + clipRunes(c.subject, maxSubjectRunes) + "\n"
+		if body.Len()+len(line) > room && shown > 0 {
+			break
+		}
+		body.WriteString(line)
+		shown++
 	}
-	if more {
+	fmt.Fprintf(&b, "%d %s%s, newest first\n", shown, nounFor(shown, "commit", "commits"), where)
+	b.WriteString(body.String())
+	switch {
+	case shown < len(commits):
+		fmt.Fprintf(&b, "[%d more of the %d asked for did not fit the output limit, from %s on; narrow with path, since, author or grep, or lower limit]\n",
+			len(commits)-shown, limit, commits[shown].sha)
+	case more:
 		raise := "raise limit (at most 100) or "
 		if limit >= maxLogLimit {
 			raise = ""

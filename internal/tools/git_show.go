@@ -29,6 +29,9 @@ const (
 	// maxDiffFiles bounds the files named on one command line when a
 	// directory's diff has to leave secret files out.
 	maxDiffFiles = 500
+	// showNoteRoom is kept out of the output budget for the notes after
+	// the message and after the diff.
+	showNoteRoom = 512
 )
 
 type gitShowArgs struct {
@@ -120,16 +123,29 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 		"--pretty=format:commit %H%nAuthor: %an <%ae>%nDate:   %ad%nParents: %p%n%n%B",
 		"--stat=1000,800," + strconv.Itoa(statFiles), "--stat-graph-width=20"}, diffFlags(rename)...)
 	argv = append(argv, "--end-of-options", sha, "--")
-	meta, truncated, err := s.git.output(ctx, showMetaLimit, argv...)
+	// Everything shown fits the output budget: the message and file
+	// list take at most a third of it when a diff is to follow.
+	budget := OutputBudget(ctx)
+	metaLimit := max(1024, min(showMetaLimit, budget-showNoteRoom))
+	if rel != "." {
+		metaLimit = max(1024, min(metaLimit, budget/3))
+	}
+	meta, truncated, err := s.git.output(ctx, metaLimit, argv...)
 	if err != nil {
 		return "", err
+	}
+	if truncated {
+		// Keep whole lines only.
+		if i := bytes.LastIndexByte(meta, '\n'); i >= 0 {
+			meta = meta[:i+1]
+		}
 	}
 	var b strings.Builder
 	b.WriteString(strings.Replace(strings.ToValidUTF8(string(bytes.TrimRight(meta, "\n")), "\uFFFD"),
 		"\nParents: \n", "\nParents: none (the first commit)\n", 1))
 	b.WriteByte('\n')
 	if truncated {
-		fmt.Fprintf(&b, "[message and file list cut at %d KB]\n", showMetaLimit>>10)
+		fmt.Fprintf(&b, "[message and file list cut at %d KB, for the output limit]\n", metaLimit>>10)
 	}
 	if rename == noRenames {
 		b.WriteString("[a secret file was renamed or copied in this commit, so renames are listed as a deletion and an addition]\n")
@@ -138,7 +154,7 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 		b.WriteString("\n[pass path (a file from the list above) to see its diff in this commit]\n")
 		return b.String(), nil
 	}
-	if err := s.diff(ctx, &b, sha, rel, rename); err != nil {
+	if err := s.diff(ctx, &b, sha, rel, rename, budget); err != nil {
 		return b.String(), err
 	}
 	return b.String(), nil
@@ -196,7 +212,7 @@ func parseNameStatus(out []byte) []diffEntry {
 // renamed from or to one: the commit's files under rel are listed first,
 // both paths of each rename, and when a secret one is among them the
 // diff names the others one by one, so git never reads a secret's blob.
-func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename string) error {
+func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename string, budget int) error {
 	argv := append([]string{"show", "--format=", "--name-status", "-z"}, diffFlags(rename)...)
 	argv = append(argv, "--end-of-options", sha, "--", literalPathspec(rel))
 	names, truncated, err := s.git.output(ctx, 1<<20, argv...)
@@ -264,14 +280,24 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 			specs = append(specs, literalPathspec(f))
 		}
 	}
+	next := "pass one file's path to see its diff alone"
+	if len(files) == 1 {
+		next = "read the file as it is now with read_file, or see which commit wrote which lines with git_blame"
+	}
+	limit := min(diffMaxBytes, budget-b.Len()-showNoteRoom)
+	if limit < 1024 {
+		fmt.Fprintf(b, "[the diff does not fit in the output limit after the list above; %s]\n", next)
+		return nil
+	}
 	argv = append([]string{"show", "--format=", "--patch"}, diffFlags(rename)...)
 	argv = append(argv, "--end-of-options", sha, "--")
 	argv = append(argv, specs...)
-	patch, cut, err := s.git.output(ctx, diffMaxBytes, argv...)
+	patch, cut, err := s.git.output(ctx, limit, argv...)
 	if err != nil {
 		return err
 	}
 	text := string(patch)
+	at := ""
 	if cut {
 		// Keep whole lines only.
 		if i := strings.LastIndexByte(text, '\n'); i >= 0 {
@@ -284,16 +310,14 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 	}
 	if len(lines) > diffMaxLines {
 		lines, cut = lines[:diffMaxLines], true
+	} else if cut {
+		at = fmt.Sprintf(", the %d KB left in the output", limit>>10)
 	}
 	for _, l := range lines {
 		b.WriteString(strings.ToValidUTF8(l, "\uFFFD"))
 	}
 	if cut {
-		next := "pass one file's path to see its diff alone"
-		if len(files) == 1 {
-			next = "read the file as it is now with read_file, or see which commit wrote which lines with git_blame"
-		}
-		fmt.Fprintf(b, "[diff cut at %d lines / %d KB; it goes on. To see more, %s]\n", len(lines), diffMaxBytes>>10, next)
+		fmt.Fprintf(b, "[diff cut at %d lines%s; it goes on. To see more, %s]\n", len(lines), at, next)
 	}
 	return nil
 }

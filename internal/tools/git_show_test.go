@@ -71,7 +71,7 @@ func TestGitShow(t *testing.T) {
 		{name: "path not in the commit", args: map[string]any{"commit": "HEAD~1", "path": "README.md"},
 			contains: []string{"\n[README.md is not changed in commit " + repo.short(t, "Guard against empty input") + "; pass a path from the list above]\n"}},
 		{name: "diff cut at 400 lines", args: map[string]any{"path": "table.txt"},
-			contains: []string{"+row 0394\n[diff cut at 400 lines / 30 KB; it goes on. To see more, read the file as it is now with read_file, or see which commit wrote which lines with git_blame]\n"},
+			contains: []string{"+row 0394\n[diff cut at 400 lines; it goes on. To see more, read the file as it is now with read_file, or see which commit wrote which lines with git_blame]\n"},
 			absent:   []string{"+row 0395"}},
 	}
 	for _, tc := range tests {
@@ -139,7 +139,7 @@ func TestGitShowCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(got, "[diff cut at 400 lines / 30 KB; it goes on. To see more, pass one file's path to see its diff alone]") {
+	if !strings.Contains(got, "[diff cut at 400 lines; it goes on. To see more, pass one file's path to see its diff alone]") {
 		t.Errorf("directory diff not cut with a hint to pass a file:\n...%s", got[len(got)-300:])
 	}
 }

@@ -23,6 +23,10 @@ var globDescription string
 // broad to be useful.
 const maxGlobResults = 100
 
+// globNoteRoom is kept out of the output budget for the note on what was
+// not shown.
+const globNoteRoom = 128
+
 type globArgs struct {
 	Pattern string `json:"pattern"`
 	Path    string `json:"path"`
@@ -113,8 +117,13 @@ func (g *globTool) Run(ctx context.Context, input json.RawMessage) (string, erro
 		return b.String(), nil
 	}
 	fmt.Fprintf(&b, "%d %s match %q%s\n", len(matches), nounFor(len(matches), "file", "files"), pattern, where)
+	budget := OutputBudget(ctx) - globNoteRoom
 	shown := matches[:min(len(matches), maxGlobResults)]
-	for _, m := range shown {
+	for i, m := range shown {
+		if b.Len()+len(m)+1 > budget && i > 0 {
+			shown = shown[:i]
+			break
+		}
 		b.WriteString(m)
 		b.WriteByte('\n')
 	}

@@ -22,6 +22,10 @@ var listFilesDescription string
 // directory at a time than read as a wall of paths.
 const maxListEntries = 500
 
+// listNoteRoom is kept out of the output budget for the note on what was
+// not shown, which names a directory.
+const listNoteRoom = 256
+
 type listFilesArgs struct {
 	Path      string `json:"path"`
 	Recursive bool   `json:"recursive"`
@@ -111,10 +115,17 @@ func (l *listFiles) Run(ctx context.Context, input json.RawMessage) (string, err
 		b.WriteString("(nothing to list: the directory is empty, or everything in it is ignored or on the deny-list)\n")
 		return b.String(), nil
 	}
+	// Entries are cut at a count and at the output budget (long names,
+	// symlink targets), whole, so the note below tells the truth.
+	budget := OutputBudget(ctx) - listNoteRoom - len(rel)
 	shown := entries[:min(len(entries), maxListEntries)]
-	for _, e := range shown {
-		b.WriteString(l.describe(prefix, e))
-		b.WriteByte('\n')
+	for i, e := range shown {
+		line := l.describe(prefix, e) + "\n"
+		if b.Len()+len(line) > budget && i > 0 {
+			shown = shown[:i]
+			break
+		}
+		b.WriteString(line)
 	}
 	if len(entries) > len(shown) {
 		hint := "use glob to narrow"

@@ -27,9 +27,10 @@ const (
 	// maxLineRunes cuts single lines (minified JS, generated data): one
 	// such line could otherwise fill the whole context.
 	maxLineRunes = 2000
-	// maxReadBytes caps the returned slice; past it the output stops with
-	// a continuation hint instead of failing, so the model keeps going.
-	maxReadBytes = 100 * 1024
+	// readFooterRoom is kept out of the output budget (see OutputBudget)
+	// for the footer: a page fills the rest with whole lines and stops
+	// with a continuation hint, so the model keeps going and skips none.
+	readFooterRoom = 256
 	// binarySniff is how much of the start of a file is checked for NUL.
 	binarySniff = 8192
 )
@@ -107,6 +108,7 @@ func (r *readFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 // ends the read when ctx does. If that happens once the page is complete,
 // the page is returned with a footer that says the total is unknown.
 func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit int) (string, error) {
+	budget := OutputBudget(ctx) - readFooterRoom
 	var out strings.Builder
 	var keep []byte
 	total, last := 0, 0
@@ -127,11 +129,17 @@ func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit 
 		total++
 		if total >= offset && total < offset+limit && !capped {
 			text := formatLine(total, line, n)
-			if out.Len()+len(text) > maxReadBytes {
-				capped = true
-			} else {
+			switch {
+			case out.Len()+len(text) <= budget:
 				out.WriteString(text)
 				last = total
+			case out.Len() == 0:
+				// One line over the whole budget: show what fits of
+				// it, so the page still moves on.
+				out.WriteString(fitLine(text, budget))
+				last, capped = total, true
+			default:
+				capped = true
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -144,7 +152,7 @@ func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit 
 	if last < total {
 		note := ""
 		if capped {
-			note = fmt.Sprintf(" (output capped at %d KB)", maxReadBytes/1024)
+			note = fmt.Sprintf(" (output capped at %s)", sizeText(OutputBudget(ctx)))
 		}
 		fmt.Fprintf(&out, "[lines %d–%d of %d%s; continue with offset=%d]\n", offset, last, total, note, last+1)
 	}
@@ -201,6 +209,14 @@ func formatLine(no int, line []byte, n int) string {
 		s += fmt.Sprintf(" … [line truncated at %d characters; it is %d bytes long]", maxLineRunes, n)
 	}
 	return strconv.Itoa(no) + "\t" + s + "\n"
+}
+
+// fitLine cuts a formatted line to about budget bytes at a rune boundary
+// and says so.
+func fitLine(text string, budget int) string {
+	const note = " … [line cut to fit the output limit]\n"
+	keep := runeStart(text, max(0, min(len(text), budget-len(note))))
+	return text[:keep] + note
 }
 
 func (r *readFile) notFound(ctx context.Context, p string) error {

@@ -72,7 +72,7 @@ func TestReadFile(t *testing.T) {
 			contains: []string{"1\tshort\n2\t" + strings.Repeat("é", 2000) + " … [line truncated at 2000 characters; it is 5001 bytes long]\n3\tafter\n"}},
 		{name: "invalid utf-8 replaced", input: `{"path":"latin1.txt"}`, want: "1\tcaf\uFFFD\n"},
 		{name: "byte cap with continuation", input: `{"path":"big.txt"}`,
-			contains: []string{"\n[lines 1–976 of 3000 (output capped at 100 KB); continue with offset=977]\n"}},
+			contains: []string{"\n[lines 1–291 of 3000 (output capped at 30 KB); continue with offset=292]\n"}},
 		{name: "directory", input: `{"path":"src"}`, wantErr: true,
 			contains: []string{"src is a directory", "list_files"}},
 		{name: "missing file with suggestions", input: `{"path":"src/mian.go"}`, wantErr: true,
@@ -114,13 +114,13 @@ func TestReadFile(t *testing.T) {
 	t.Run("byte cap holds and pages join up", func(t *testing.T) {
 		var lines int
 		offset := 1
-		for page := 0; page < 5; page++ {
+		for page := 0; page < 20; page++ {
 			out, err := tool.Run(t.Context(), json.RawMessage(fmt.Sprintf(`{"path":"big.txt","offset":%d}`, offset)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(out) > maxReadBytes+200 {
-				t.Fatalf("page of %d bytes, over the cap", len(out))
+			if len(out) > DefaultOutputLimit {
+				t.Fatalf("page of %d bytes, over the output limit", len(out))
 			}
 			body, footer, more := strings.Cut(out, "\n[lines ")
 			if !more {

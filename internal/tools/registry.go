@@ -13,8 +13,33 @@ import (
 )
 
 // DefaultOutputLimit is the most bytes of one tool result the model gets
-// (about 8k tokens); longer output keeps its head and tail.
+// (about 8k tokens).
 const DefaultOutputLimit = 30 * 1024
+
+// A tool that pages (read_file's offset, git_blame's start) tells the model
+// where to go on, and that hint is only true if the model sees the whole
+// page: a cut made after the tool has written it would skip what was cut
+// for good. So the registry gives each call its output budget through the
+// context, the tools size their pages and lists to it, and the registry's
+// own cut is only a safety net, which says exactly what it dropped.
+
+type outputBudgetKey struct{}
+
+// WithOutputBudget returns ctx telling the tool run with it that its output
+// may take at most n bytes.
+func WithOutputBudget(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, outputBudgetKey{}, n)
+}
+
+// OutputBudget returns the bytes a tool's output may take: what the
+// registry running it set with WithOutputBudget, else DefaultOutputLimit.
+// A tool keeps a little of it for its notes and footers.
+func OutputBudget(ctx context.Context) int {
+	if n, ok := ctx.Value(outputBudgetKey{}).(int); ok && n > 0 {
+		return n
+	}
+	return DefaultOutputLimit
+}
 
 // summaryLimit keeps Result.Summary to one short line.
 const summaryLimit = 80
@@ -82,7 +107,8 @@ func (r *Registry) Definitions() []Definition {
 
 // Run runs one call and always returns a result: an unknown tool, a tool
 // error and even a panic become an error result the model can read, so one
-// bad call never ends the conversation. Output passes one truncation step.
+// bad call never ends the conversation. The tool is told the output limit
+// (see OutputBudget); output over it anyway is cut, as a last resort.
 func (r *Registry) Run(ctx context.Context, call Call) (res Result) {
 	res = Result{CallID: call.ID, Name: call.Name}
 	t, ok := r.tools[call.Name]
@@ -100,7 +126,7 @@ func (r *Registry) Run(ctx context.Context, call Call) (res Result) {
 			res.Summary = "internal error"
 		}
 	}()
-	out, err := t.Run(ctx, call.Input)
+	out, err := t.Run(WithOutputBudget(ctx, r.limit), call.Input)
 	if err != nil {
 		res.IsError = true
 		res.Summary = errorSummary(err)
@@ -108,7 +134,7 @@ func (r *Registry) Run(ctx context.Context, call Call) (res Result) {
 		if out != "" {
 			msg = strings.TrimRight(out, "\n") + "\n\n" + msg
 		}
-		res.Content = truncateOutput(msg, r.limit)
+		res.Content = r.truncate(call.Name, msg)
 		return res
 	}
 	if out == "" {
@@ -121,8 +147,19 @@ func (r *Registry) Run(ctx context.Context, call Call) (res Result) {
 	} else {
 		res.Summary = countLines(out)
 	}
-	res.Content = truncateOutput(out, r.limit)
+	res.Content = r.truncate(call.Name, out)
 	return res
+}
+
+// truncate applies the safety net. A tool whose output needs it has not
+// kept to its budget, which is worth a warning: the cut may hide what a
+// hint of the tool points past.
+func (r *Registry) truncate(tool, s string) string {
+	if len(s) <= r.limit {
+		return s
+	}
+	r.log.Warn("tool output over the limit; its middle was cut", "tool", tool, "bytes", len(s), "limit", r.limit)
+	return truncateOutput(s, r.limit)
 }
 
 // errorSummary is the short line people see for a failed call. The wall's
@@ -165,14 +202,14 @@ func countLines(s string) string {
 }
 
 // truncateOutput keeps the head and the tail of s within about limit bytes,
-// cutting at line boundaries where it can, and says in the middle what was
-// cut. Head and tail both matter: a listing's first entries and a log's
-// last lines.
+// cutting at line boundaries where it can, and says in the middle exactly
+// what was cut: which lines and bytes of the output, so a reader can tell
+// that a hint before or after the cut does not account for it.
 func truncateOutput(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
-	const noteRoom = 80
+	const noteRoom = 200
 	budget := max(limit-noteRoom, 2)
 	headEnd := budget * 2 / 3
 	tailStart := len(s) - (budget - headEnd)
@@ -188,17 +225,35 @@ func truncateOutput(s string, limit int) string {
 	} else {
 		tailStart = runeStart(s, tailStart)
 	}
-	cut := s[headEnd:tailStart]
-	lines := strings.Count(cut, "\n")
+	totalLines := strings.Count(s, "\n")
+	if !strings.HasSuffix(s, "\n") {
+		totalLines++
+	}
+	// Lines are counted from 1; a line the cut starts or ends inside
+	// counts as cut.
+	firstCut := strings.Count(s[:headEnd], "\n") + 1
+	lastCut := strings.Count(s[:tailStart], "\n")
+	if tailStart > 0 && s[tailStart-1] != '\n' {
+		lastCut++
+	}
 	var b strings.Builder
 	b.Grow(limit + noteRoom)
 	b.WriteString(s[:headEnd])
 	if !strings.HasSuffix(s[:headEnd], "\n") {
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "… [%d lines / %d bytes cut; narrow the request] …\n", lines, len(cut))
+	fmt.Fprintf(&b, "… [cut: lines %d–%d (bytes %d–%d) of this output's %d lines / %d bytes, over the %s limit of a result; ask for less at a time to see them] …\n",
+		firstCut, lastCut, headEnd+1, tailStart, totalLines, len(s), sizeText(limit))
 	b.WriteString(s[tailStart:])
 	return b.String()
+}
+
+// sizeText gives n bytes as "30 KB" when it is a whole number of KB.
+func sizeText(n int) string {
+	if n >= 1024 && n%1024 == 0 {
+		return strconv.Itoa(n>>10) + " KB"
+	}
+	return strconv.Itoa(n) + " bytes"
 }
 
 // runeStart moves i back to the start of the UTF-8 sequence it falls in.

@@ -143,7 +143,7 @@ func TestRegistryRun(t *testing.T) {
 		{
 			name:        "long output keeps head and tail",
 			tool:        constTool("t", long, nil),
-			contains:    []string{"head line\nhead line\n", "tail line\ntail line\n", "lines / ", "bytes cut; narrow the request] …"},
+			contains:    []string{"head line\nhead line\n", "tail line\ntail line\n", "… [cut: lines ", " limit of a result; ask for less at a time to see them] …"},
 			wantSummary: "2400 lines",
 		},
 	}
@@ -194,7 +194,7 @@ func TestTruncateOutput(t *testing.T) {
 			if len(got) > 1100 {
 				t.Errorf("%d bytes, want about 1000", len(got))
 			}
-			if !strings.Contains(got, "bytes cut; narrow the request] …") {
+			if !strings.Contains(got, " over the 1000 bytes limit of a result; ask for less at a time to see them] …\n") {
 				t.Errorf("no truncation note:\n%s", got)
 			}
 			if !strings.HasPrefix(tt.in, got[:100]) || !strings.HasSuffix(tt.in, got[len(got)-100:]) {
@@ -212,6 +212,37 @@ func TestTruncateOutput(t *testing.T) {
 	}
 	if s := "short"; truncateOutput(s, 1000) != s {
 		t.Error("short output changed")
+	}
+}
+
+// The note names exactly the lines that are missing: the head, those
+// lines, and the tail make up the whole output again.
+func TestTruncateOutputSaysWhatWasCut(t *testing.T) {
+	var in strings.Builder
+	for i := 1; i <= 1717; i++ {
+		fmt.Fprintf(&in, "line %04d\n", i)
+	}
+	got := truncateOutput(in.String(), 2000)
+	head, rest, ok := strings.Cut(got, "… [cut: lines ")
+	if !ok {
+		t.Fatalf("no note:\n%s", got)
+	}
+	var first, last, from, to, total, size int
+	if _, err := fmt.Sscanf(rest, "%d–%d (bytes %d–%d) of this output's %d lines / %d bytes", &first, &last, &from, &to, &total, &size); err != nil {
+		t.Fatalf("note %q: %v", rest[:120], err)
+	}
+	_, tail, _ := strings.Cut(rest, "] …\n")
+	var rebuilt strings.Builder
+	rebuilt.WriteString(head)
+	for i := first; i <= last; i++ {
+		fmt.Fprintf(&rebuilt, "line %04d\n", i)
+	}
+	rebuilt.WriteString(tail)
+	if rebuilt.String() != in.String() {
+		t.Errorf("head + lines %d–%d + tail is not the output", first, last)
+	}
+	if total != 1717 || size != in.Len() || from != len(head)+1 || to != in.Len()-len(tail) {
+		t.Errorf("note says %d lines / %d bytes, bytes %d–%d; want 1717 / %d, %d–%d", total, size, from, to, in.Len(), len(head)+1, in.Len()-len(tail))
 	}
 }
 

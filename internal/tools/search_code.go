@@ -37,10 +37,11 @@ const (
 	defaultMaxResults = 100
 	maxMaxResults     = 500
 	maxContextLines   = 5
-	// searchOutputBudget keeps the matches shown below the registry's
-	// default output limit, so the tool cuts at a match boundary and says
-	// so, rather than the registry cutting the middle out.
-	searchOutputBudget = 24 << 10
+	// searchNoteRoom is kept out of the output budget (OutputBudget) for
+	// the header and the notes; the matches shown fill the rest, so the
+	// tool cuts at a match and says so, rather than the registry cutting
+	// the middle out.
+	searchNoteRoom = 2 << 10
 )
 
 // SearchCodeOptions configures NewSearchCode. The zero value gives the
@@ -190,7 +191,7 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	if !res.complete && errors.Is(ctx.Err(), context.Canceled) {
 		return "", fmt.Errorf("search canceled: %w", ctx.Err())
 	}
-	return renderSearch(args, scope, res, s.opts, roundBudget(budget), notes), nil
+	return renderSearch(args, scope, res, s.opts, roundBudget(budget), OutputBudget(ctx)-searchNoteRoom, notes), nil
 }
 
 // roundBudget rounds a time budget for the model to read.
@@ -298,11 +299,12 @@ func patternError(pattern string, err error) error {
 // renderSearch writes what the model reads: a header with totals and
 // notes, the matching lines grouped by file, and what to do when the
 // output is not the whole story.
-func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts SearchCodeOptions, budget time.Duration, notes []string) string {
+func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts SearchCodeOptions, budget time.Duration, room int, notes []string) string {
 	var (
 		total, inFiles, shown int
 		binary, huge, unread  int
-		body                  strings.Builder
+		body                  []byte
+		afterMatch            int // len(body) after the last match shown
 		lastPath              string
 		lastNo                int
 		budgetHit             bool
@@ -330,30 +332,39 @@ func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts
 		p := res.files[i]
 		lastMatch := 0
 		for _, l := range h.lines {
-			if l.match {
-				if shown >= args.MaxResults || body.Len() >= searchOutputBudget {
-					budgetHit = body.Len() >= searchOutputBudget
-					break
-				}
-				shown++
-				lastMatch = l.n
-			} else if lastMatch > 0 && l.n > lastMatch+args.Context && shown >= args.MaxResults {
+			if l.match && shown >= args.MaxResults {
+				break
+			}
+			if !l.match && lastMatch > 0 && l.n > lastMatch+args.Context && shown >= args.MaxResults {
 				break // before-context of a match that is not shown
 			}
-			if args.Context > 0 && body.Len() > 0 && (p != lastPath || l.n != lastNo+1) {
-				body.WriteString("--\n")
+			mark := len(body)
+			if args.Context > 0 && len(body) > 0 && (p != lastPath || l.n != lastNo+1) {
+				body = append(body, "--\n"...)
 			}
 			sep := "-"
 			if l.match {
 				sep = ":"
 			}
-			body.WriteString(p)
-			body.WriteString(sep)
-			body.WriteString(strconv.Itoa(l.n))
-			body.WriteString(sep)
-			body.WriteByte(' ')
-			body.WriteString(l.text)
-			body.WriteByte('\n')
+			body = append(body, p...)
+			body = append(body, sep...)
+			body = strconv.AppendInt(body, int64(l.n), 10)
+			body = append(body, sep...)
+			body = append(body, ' ')
+			body = append(body, l.text...)
+			body = append(body, '\n')
+			if len(body) > room && shown > 0 {
+				// Whole matches only: drop this line and the context
+				// written since the last match shown.
+				body = body[:min(mark, afterMatch)]
+				budgetHit = true
+				break
+			}
+			if l.match {
+				shown++
+				lastMatch = l.n
+				afterMatch = len(body)
+			}
 			lastPath, lastNo = p, l.n
 		}
 	}
@@ -393,9 +404,9 @@ func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts
 	for _, n := range notes {
 		b.WriteString("Note: " + n + "\n")
 	}
-	if body.Len() > 0 {
+	if len(body) > 0 {
 		b.WriteByte('\n')
-		b.WriteString(body.String())
+		b.Write(body)
 	}
 	if shown < total {
 		b.WriteByte('\n')
