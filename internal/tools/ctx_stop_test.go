@@ -125,3 +125,25 @@ func TestGlobAlternatives(t *testing.T) {
 		}
 	}
 }
+
+// Suggesting a path costs an edit distance per file; a long path from the
+// model in a large repository made that seconds of work (12 s for a 4 KB
+// path among 20,000 files named index.js) that no deadline could stop.
+func TestSuggestPathsBounded(t *testing.T) {
+	var files []string
+	for i := range 2000 {
+		files = append(files, fmt.Sprintf("packages/pkg%04d/src/index.js", i))
+	}
+	if got := suggestPaths(t.Context(), strings.Repeat("ab/", 1300)+"index.js", files, 3); got != nil {
+		t.Errorf("suggestions for a 3.9 KB path: %q, want none", got)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if got := suggestPaths(ctx, "packages/pkg0001/src/indx.js", files, 3); got != nil {
+		t.Errorf("suggestions after the context ended: %q, want none", got)
+	}
+	got := suggestPaths(t.Context(), "packages/pkg0001/src/indx.js", files, 1)
+	if len(got) != 1 || got[0] != "packages/pkg0001/src/index.js" {
+		t.Errorf("suggestions = %q, want the same directory's index.js", got)
+	}
+}

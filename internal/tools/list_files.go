@@ -148,7 +148,7 @@ func (l *listFiles) checkDir(ctx context.Context, rel string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		msg := fmt.Sprintf("%s: no such directory", rel)
 		if files, ferr := l.ws.Files(ctx); ferr == nil {
-			if s := suggestDirs(rel, files, 3); len(s) > 0 {
+			if s := suggestDirs(ctx, rel, files, 3); len(s) > 0 {
 				msg += "; did you mean " + quoteList(s) + "?"
 			}
 		}
@@ -216,7 +216,7 @@ func nounFor(n int, one, many string) string {
 
 // suggestDirs is suggestPaths for directories: it offers directories
 // holding listable files.
-func suggestDirs(want string, files []string, n int) []string {
+func suggestDirs(ctx context.Context, want string, files []string, n int) []string {
 	seen := make(map[string]bool)
 	var dirs []string
 	for _, f := range files {
@@ -225,5 +225,5 @@ func suggestDirs(want string, files []string, n int) []string {
 			dirs = append(dirs, d)
 		}
 	}
-	return suggestPaths(want, dirs, n)
+	return suggestPaths(ctx, want, dirs, n)
 }

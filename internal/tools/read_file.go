@@ -226,7 +226,7 @@ func (r *readFile) notFound(ctx context.Context, p string) error {
 	}
 	msg := fmt.Sprintf("%s: %v", rel, fs.ErrNotExist)
 	if files, err := r.ws.Files(ctx); err == nil {
-		if s := suggestPaths(rel, files, 3); len(s) > 0 {
+		if s := suggestPaths(ctx, rel, files, 3); len(s) > 0 {
 			msg += "; did you mean " + quoteList(s) + "?"
 		}
 	}

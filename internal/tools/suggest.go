@@ -1,16 +1,30 @@
 package tools
 
 import (
+	"context"
 	"path"
 	"slices"
 	"strings"
 )
 
+// Limits on the work of suggesting a path: the edit distances cost the
+// product of two lengths per file, and a repository has tens of thousands
+// of files. A path over maxSuggestLen is no typo; paths are compared by
+// their last suggestTail bytes, where the file name is.
+const (
+	maxSuggestLen = 1024
+	suggestTail   = 128
+)
+
 // suggestPaths returns up to n paths from files that the model may have
 // meant by the missing path want: the same path in another case, the same
 // file name in another directory, the name without its extension, or a
-// name a typo or two away. Closer kinds of match come first.
-func suggestPaths(want string, files []string, n int) []string {
+// name a typo or two away. Closer kinds of match come first. It gives up
+// (with no suggestion) when ctx ends.
+func suggestPaths(ctx context.Context, want string, files []string, n int) []string {
+	if len(want) > maxSuggestLen {
+		return nil
+	}
 	type cand struct {
 		path  string
 		score int
@@ -20,7 +34,10 @@ func suggestPaths(want string, files []string, n int) []string {
 	wbase := path.Base(lw)
 	maxDist := max(1, len(wbase)/3)
 	var cands []cand
-	for _, f := range files {
+	for i, f := range files {
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil
+		}
 		lf := strings.ToLower(f)
 		base := path.Base(lf)
 		score := -1
@@ -46,7 +63,10 @@ func suggestPaths(want string, files []string, n int) []string {
 	// Among equals, prefer the path closest to what was asked, so
 	// "src/mian.go" suggests "src/main.go" before "test/main.go".
 	for i := range cands {
-		cands[i].dist = editDistance(strings.ToLower(cands[i].path), lw, 1<<30)
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil
+		}
+		cands[i].dist = editDistance(tail(strings.ToLower(cands[i].path)), tail(lw), 1<<30)
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
 		if a.score != b.score {
@@ -90,6 +110,9 @@ func editDistance(a, b string, limit int) int {
 	}
 	return prev[len(b)]
 }
+
+// tail returns the last suggestTail bytes of s.
+func tail(s string) string { return s[max(0, len(s)-suggestTail):] }
 
 func absInt(x int) int {
 	if x < 0 {
