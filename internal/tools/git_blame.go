@@ -142,7 +142,7 @@ func (g *GitBlame) Run(ctx context.Context, input json.RawMessage) (string, erro
 	}
 	// The page holds the lines that fit the output budget, whole, so
 	// the continuation below is where the model must go on.
-	budget := OutputBudget(ctx) - len(header(end)) - blameFooterRoom
+	budget := max(OutputBudget(ctx)-len(header(end))-blameFooterRoom, minPageBytes)
 	var body strings.Builder
 	last := start - 1
 	for _, l := range lines {

@@ -31,6 +31,9 @@ const (
 	// for the footer: a page fills the rest with whole lines and stops
 	// with a continuation hint, so the model keeps going and skips none.
 	readFooterRoom = 256
+	// minPageBytes keeps a page useful under a budget set absurdly low;
+	// the registry's last-resort cut then applies.
+	minPageBytes = 1024
 	// binarySniff is how much of the start of a file is checked for NUL.
 	binarySniff = 8192
 )
@@ -108,7 +111,7 @@ func (r *readFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 // ends the read when ctx does. If that happens once the page is complete,
 // the page is returned with a footer that says the total is unknown.
 func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit int) (string, error) {
-	budget := OutputBudget(ctx) - readFooterRoom
+	budget := max(OutputBudget(ctx)-readFooterRoom, minPageBytes)
 	var out strings.Builder
 	var keep []byte
 	total, last := 0, 0
