@@ -255,12 +255,26 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("SLACK_BOT_TOKEN: want a bot token starting with xoxb- (OAuth & Permissions page of the Slack app)"))
 	}
 	if c.SlackAppToken.Set() && !strings.HasPrefix(c.SlackAppToken.Reveal(), "xapp-") {
-		errs = append(errs, errors.New("SLACK_APP_TOKEN: want an app-level token starting with xapp- with the connections:write scope (Basic Information → App-Level Tokens); a bot token does not work here"))
+		errs = append(errs, appTokenShape(c.SlackAppToken.Reveal()))
 	}
 	if c.RepoPath == "" {
 		errs = append(errs, errors.New("REPO_PATH: must not be empty"))
 	}
 	return errors.Join(errs...)
+}
+
+// appTokenShape says what an app-level token looks like and where one is
+// made, naming the kind of token it got when the prefix tells, never the
+// value.
+func appTokenShape(got string) error {
+	msg := "SLACK_APP_TOKEN: want an app-level token, which starts with xapp- (Slack app settings → Basic Information → App-Level Tokens → Generate Token and Scopes, with the connections:write scope)"
+	switch {
+	case strings.HasPrefix(got, "xoxb-"):
+		msg += "; this one is a bot token (xoxb-), which belongs in SLACK_BOT_TOKEN"
+	case strings.HasPrefix(got, "xoxp-"):
+		msg += "; this one is a user token (xoxp-), which the bot does not use"
+	}
+	return errors.New(msg)
 }
 
 // ResolvedRepoName is RepoName, or the checkout directory's base name.

@@ -210,3 +210,21 @@ func writeFile(t testing.TB, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+func TestAppTokenShapeSaysWhereToMakeOne(t *testing.T) {
+	for _, tok := range []string{"garbage", "xoxb-1-secret"} {
+		_, err := Load(mapEnv(map[string]string{"SLACK_APP_TOKEN": tok, "SLACK_BOT_TOKEN": "xoxb-1-x"}), nil)
+		if err == nil {
+			t.Fatalf("%s: want an error", tok)
+		}
+		msg := err.Error()
+		for _, want := range []string{"xapp-", "App-Level Tokens", "connections:write"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: error lacks %q: %s", tok, want, msg)
+			}
+		}
+		if isBot := strings.Contains(msg, "bot token"); isBot != strings.HasPrefix(tok, "xoxb-") {
+			t.Errorf("%s: error calls it a bot token = %v: %s", tok, isBot, msg)
+		}
+	}
+}

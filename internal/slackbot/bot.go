@@ -271,7 +271,7 @@ func New(cfg Config) (*Bot, error) {
 	case cfg.AppToken == "":
 		errs = append(errs, errors.New("the app-level token (xapp-…) is missing; Socket Mode needs it"))
 	case !strings.HasPrefix(cfg.AppToken, "xapp-"):
-		errs = append(errs, errors.New("the app-level token must start with xapp- (Slack app → Basic Information → App-Level Tokens, scope connections:write); a bot token does not open Socket Mode connections"))
+		errs = append(errs, errors.New(appTokenShape(cfg.AppToken)))
 	}
 	switch {
 	case cfg.Repos != nil && cfg.NewAnswerer == nil:
@@ -397,7 +397,8 @@ func (b *Bot) Run(ctx context.Context) error {
 	boot := time.Now()
 	auth, err := b.api.AuthTestContext(ctx)
 	if err != nil {
-		return fmt.Errorf("check the bot token with auth.test: %w (is it the Bot User OAuth Token of an installed app?)", err)
+		return b.startError("auth.test", "check the bot token", err,
+			"is it the Bot User OAuth Token (xoxb-…) of an installed app?")
 	}
 	b.self = identity{UserID: auth.UserID, BotID: auth.BotID, TeamID: auth.TeamID}
 	b.log.Info("slack bot authenticated", "team", auth.Team, "team_id", auth.TeamID, "bot_user", auth.UserID)
@@ -406,7 +407,8 @@ func (b *Bot) Run(ctx context.Context) error {
 	// not_allowed_token_type (a bot token passed as the app token), so one
 	// first call of our own turns them into a clear failure at start.
 	if _, _, err := b.api.StartSocketModeContext(ctx); err != nil {
-		return fmt.Errorf("open a Socket Mode connection with the app-level token: %w (it must be an xapp- token with the connections:write scope, and Socket Mode must be enabled for the app)", err)
+		return b.startError("apps.connections.open", "open a Socket Mode connection with the app-level token", err,
+			"it must be an xapp- token with the connections:write scope, and Socket Mode must be enabled for the app")
 	}
 
 	if b.rep != nil {

@@ -1,0 +1,101 @@
+package slackbot
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+)
+
+// A start that cannot reach Slack must say so, and not send the operator to
+// regenerate a token that is fine.
+func TestStartBlamesTheTokenOnlyWhenSlackRefusesIt(t *testing.T) {
+	closed := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		return "http://" + addr + "/api/"
+	}
+	noDNS := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, _ := net.SplitHostPort(addr)
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		},
+	}}
+	refusing := slacktest.New()
+	t.Cleanup(refusing.Close)
+	refusing.FailAlways("auth.test", slacktest.SlackError("invalid_auth"))
+
+	tests := []struct {
+		name    string
+		url     string
+		client  *http.Client
+		want    []string
+		notWant []string
+	}{
+		{"connection refused", closed(), nil,
+			[]string{"could not reach the Slack API", "connection refused"}, []string{"OAuth", "token"}},
+		{"host name does not resolve", "http://slack.example.invalid/api/", noDNS,
+			[]string{"could not reach the Slack API", "slack.example.invalid does not resolve"}, []string{"OAuth", "token"}},
+		{"token refused by Slack", refusing.APIURL(), nil,
+			[]string{"auth.test", "invalid_auth", "Bot User OAuth Token"}, []string{"could not reach"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: tt.url, HTTPClient: tt.client, Answerer: nopAnswerer{}, Store: session.NewMemory()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = b.Run(t.Context())
+			if err == nil {
+				t.Fatal("Run = nil, want a start error")
+			}
+			msg := err.Error()
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error lacks %q: %s", w, msg)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(strings.ToLower(msg), strings.ToLower(w)) {
+					t.Errorf("error mentions %q: %s", w, msg)
+				}
+			}
+		})
+	}
+}
+
+func TestAppTokenShapeSaysWhatOneLooksLike(t *testing.T) {
+	tests := []struct {
+		token   string
+		want    []string
+		notWant []string
+	}{
+		{"garbage-value", []string{"xapp-", "App-Level Tokens", "connections:write"}, []string{"bot token", "garbage-value"}},
+		{"xoxb-1-secret", []string{"xapp-", "App-Level Tokens", "bot token (xoxb-)"}, []string{"secret"}},
+		{"xoxp-1-secret", []string{"xapp-", "user token (xoxp-)"}, []string{"secret", "bot token"}},
+	}
+	for _, tt := range tests {
+		_, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: tt.token, Answerer: nopAnswerer{}, Store: session.NewMemory()})
+		if err == nil {
+			t.Fatalf("New with app token %q = nil error", tt.token)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error lacks %q: %v", tt.token, w, err)
+			}
+		}
+		for _, w := range tt.notWant {
+			if strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error says %q: %v", tt.token, w, err)
+			}
+		}
+	}
+}
