@@ -95,7 +95,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		AllowUsers:    cfg.AllowUsers,
 		TurnTimeout:   cfg.TurnTimeout,
 		DrainTimeout:  cfg.DrainTimeout,
-		Logger:        log.With("component", "slack"),
+		Logger:        log,
 		Registry:      reg,
 	})
 	if err != nil {
@@ -121,7 +121,7 @@ func (s *service) run(ctx context.Context) error {
 	// would only be thrown away.
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	go session.RunRetention(bg, s.store, time.Hour, cfg.Retention, log.With("component", "retention"))
+	go session.RunRetention(bg, s.store, time.Hour, cfg.Retention, log)
 	synced := make(chan struct{})
 	go func() { defer close(synced); s.core.repos.Run(bg) }()
 	defer func() { stopBG(); <-synced }()
@@ -144,7 +144,8 @@ func (s *service) run(ctx context.Context) error {
 		}()
 		log.Info("health and metrics", "addr", ln.Addr().String())
 	}
-	log.Info("serving Slack", "repos", s.core.repos.Repos(), "model", s.core.name)
+	// "serving Slack" comes from the bot once Slack accepted the tokens.
+	log.Info("connecting to Slack", "repos", s.core.repos.Repos(), "model", s.core.name)
 	return s.bot.Run(ctx)
 }
 

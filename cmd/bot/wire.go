@@ -13,6 +13,7 @@ import (
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
@@ -23,15 +24,12 @@ import (
 const demoNotice = "Using the demo model (OPENAI_API_KEY is not set): it lists the repo and reads its README, nothing more.\n" +
 	"For real answers set OPENAI_API_KEY (and OPENAI_BASE_URL/OPENAI_MODEL for other providers) in .env or the environment.\n"
 
-// newLogger builds the one logger everything narrows with .With.
+// newLogger builds the one logger every package narrows with its own
+// component name (see package logging); it is passed on unnamed.
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return logging.New(w, cfg.LogFormat, level)
 }
 
 // terminalLogger keeps the terminal for the conversation: only warnings
@@ -41,7 +39,7 @@ func terminalLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	if cfg.LogLevel == "debug" {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	return logging.New(w, "text", level)
 }
 
 // core is what both the terminal and Slack need: the repositories, the
@@ -97,7 +95,7 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 			Stream:         cfg.OpenAIStream,
 			Temperature:    cfg.OpenAITemperature,
 			AttemptTimeout: cfg.OpenAITimeout,
-			Logger:         log.With("component", "llm"),
+			Logger:         log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("model client: %w", err)
@@ -143,7 +141,7 @@ func (c *core) newAgent(ws *tools.Workspace) (*agent.Agent, error) {
 		MaxSteps:    c.cfg.MaxSteps,
 		ToolTimeout: c.cfg.ToolTimeout,
 		Compact:     c.cal.Compactor(c.name, c.budget),
-		Logger:      cmp.Or(c.agentLog, c.log).With("component", "agent"),
+		Logger:      cmp.Or(c.agentLog, c.log),
 	})
 }
 

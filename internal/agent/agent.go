@@ -147,6 +147,7 @@ func New(cfg Config) (*Agent, error) {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
+	a.log = a.log.With("component", "agent")
 	if ro, ok := cfg.Tools.(ReadOnlyReporter); ok {
 		a.readOnly = ro.ReadOnly
 	}
@@ -455,7 +456,10 @@ func (r *run) stepDone(step int) {
 
 func (r *run) end(err error) (Turn, error) {
 	r.turn.Appended = slices.Clone(r.conv[r.start:r.reported])
-	level := slog.LevelInfo
+	// Debug: the adapter running the turn (Slack, the terminal) logs the
+	// one summary line per answer, with what only it knows (thread,
+	// repository, outcome).
+	level := slog.LevelDebug
 	attrs := []any{
 		"steps", r.turn.Steps, "tool_calls", r.turn.ToolCalls,
 		"prompt_tokens", r.turn.Usage.PromptTokens, "cached_tokens", r.turn.Usage.CachedPromptTokens,
@@ -469,7 +473,6 @@ func (r *run) end(err error) (Turn, error) {
 		attrs = append(attrs, "repeating", true)
 	}
 	if err != nil {
-		level = slog.LevelWarn
 		attrs = append(attrs, "err", err)
 	}
 	r.a.log.Log(context.Background(), level, "turn done", attrs...)

@@ -1037,34 +1037,46 @@ func (f modelFunc) Complete(ctx context.Context, req llm.Request) (llm.Response,
 
 // A turn logs one Info line with what it cost, and tool contents stay out
 // of Info.
-func TestRunLogsOneLinePerTurn(t *testing.T) {
-	var buf strings.Builder
-	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	model := newModel(t,
-		callTools(usage(100, 50, 5), tc("1", "read_file", `{"path":"a"}`)),
-		answer("done", usage(200, 150, 7)),
-	)
-	a := newAgent(t, Config{Model: model, Tools: newBox(fixed("read_file", "private file text")), Logger: logger})
-	if _, err := a.Run(t.Context(), nil, userMsg("q"), nil); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 1 {
-		t.Fatalf("logged %d lines, want 1:\n%s", len(lines), buf.String())
-	}
-	var rec map[string]any
-	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{"level": "INFO", "msg": "turn done", "steps": 2.0, "tool_calls": 1.0,
-		"prompt_tokens": 300.0, "cached_tokens": 200.0, "completion_tokens": 12.0, "last_prompt_tokens": 200.0}
-	for k, v := range want {
-		if rec[k] != v {
-			t.Errorf("log %s = %v, want %v", k, rec[k], v)
+// The agent logs its totals at Debug only: the adapter that runs the turn
+// logs the one summary line per answer, with the thread and the outcome.
+func TestRunLogsItsTotalsAtDebugOnly(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		var buf strings.Builder
+		logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: level}))
+		model := newModel(t,
+			callTools(usage(100, 50, 5), tc("1", "read_file", `{"path":"a"}`)),
+			answer("done", usage(200, 150, 7)),
+		)
+		a := newAgent(t, Config{Model: model, Tools: newBox(fixed("read_file", "private file text")), Logger: logger})
+		if _, err := a.Run(t.Context(), nil, userMsg("q"), nil); err != nil {
+			t.Fatalf("Run: %v", err)
 		}
-	}
-	if strings.Contains(buf.String(), "private file text") {
-		t.Error("tool output logged at Info")
+		var done []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "turn done" {
+				done = append(done, rec)
+			}
+		}
+		if level == slog.LevelInfo {
+			if buf.Len() != 0 {
+				t.Errorf("logged at Info:\n%s", buf.String())
+			}
+			continue
+		}
+		if len(done) != 1 {
+			t.Fatalf("logged %d turn lines, want 1:\n%s", len(done), buf.String())
+		}
+		want := map[string]any{"level": "DEBUG", "component": "agent", "steps": 2.0, "tool_calls": 1.0,
+			"prompt_tokens": 300.0, "cached_tokens": 200.0, "completion_tokens": 12.0, "last_prompt_tokens": 200.0}
+		for k, v := range want {
+			if done[0][k] != v {
+				t.Errorf("log %s = %v, want %v", k, done[0][k], v)
+			}
+		}
+		if strings.Contains(buf.String(), "private file text") {
+			t.Error("tool output logged")
+		}
 	}
 }
 

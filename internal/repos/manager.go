@@ -289,7 +289,7 @@ func (m *Manager) openLocal(ctx context.Context, r *repo) error {
 	if err != nil {
 		return err
 	}
-	ws, err := tools.NewWorkspace(abs, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.log})
+	ws, err := tools.NewWorkspace(abs, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.opts.Logger})
 	if err != nil {
 		return err
 	}
@@ -589,7 +589,7 @@ func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
 		os.RemoveAll(dir)
 		return fmt.Errorf("check out %s: %w", sha, err)
 	}
-	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.log})
+	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.opts.Logger})
 	if err != nil {
 		os.RemoveAll(dir)
 		return err

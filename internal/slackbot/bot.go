@@ -356,7 +356,7 @@ func New(cfg Config) (*Bot, error) {
 		running: make(map[string]*runningTurn),
 	}
 	b.poster = NewPoster(b.api, PosterOptions{
-		Logger:  log,
+		Logger:  cfg.Logger, // the poster names itself
 		OnError: func(method string, _ error) { m.slackErrors.WithLabelValues(method).Inc() },
 		On429:   func(method string) { m.slackRateLimited.WithLabelValues(method).Inc() },
 
@@ -401,7 +401,6 @@ func (b *Bot) Run(ctx context.Context) error {
 			"is it the Bot User OAuth Token (xoxb-…) of an installed app?")
 	}
 	b.self = identity{UserID: auth.UserID, BotID: auth.BotID, TeamID: auth.TeamID}
-	b.log.Info("slack bot authenticated", "team", auth.Team, "team_id", auth.TeamID, "bot_user", auth.UserID)
 
 	// slack-go retries apps.connections.open forever on errors such as
 	// not_allowed_token_type (a bot token passed as the app token), so one
@@ -410,6 +409,8 @@ func (b *Bot) Run(ctx context.Context) error {
 		return b.startError("apps.connections.open", "open a Socket Mode connection with the app-level token", err,
 			"it must be an xapp- token with the connections:write scope, and Socket Mode must be enabled for the app")
 	}
+	// Only now, with both tokens accepted, is the bot serving.
+	b.log.Info("serving Slack", "team", auth.Team, "team_id", auth.TeamID, "bot_user", auth.UserID, "model", b.cfg.Model)
 
 	if b.rep != nil {
 		b.rep.start(ctx)

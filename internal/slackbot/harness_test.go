@@ -19,6 +19,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 	"github.com/askrepo/askrepo/internal/tools"
@@ -85,18 +86,23 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One root logger for every package, wired as cmd/bot wires it: each
+	// names itself.
+	logs := &syncBuffer{}
+	logger := logging.New(logs, "json", slog.LevelDebug)
 	model, err := llm.NewClient(llm.ClientConfig{
 		BaseURL: ai.URL(), APIKey: "sk-test-secret", Model: "fake-model", Stream: o.stream,
 		MaxRetries: 1, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond,
+		Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := agent.New(agent.Config{Model: model, Tools: tools.NewRegistry(tools.NewReadFile(ws), tools.NewListFiles(ws))})
+	ag, err := agent.New(agent.Config{Model: model, Tools: tools.NewRegistry(tools.NewReadFile(ws), tools.NewListFiles(ws)), Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, slack: srv, ai: ai, store: store, logs: &syncBuffer{}, done: make(chan error, 1)}
+	h := &harness{t: t, slack: srv, ai: ai, store: store, logs: logs, done: make(chan error, 1)}
 	cfg := Config{
 		BotToken:         slacktest.DefaultBotToken,
 		AppToken:         slacktest.DefaultAppToken,
@@ -111,7 +117,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		PostBurst:        1000,
 		ProgressInterval: 5 * time.Millisecond,
 		DrainTimeout:     5 * time.Second,
-		Logger:           slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:           logger,
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)

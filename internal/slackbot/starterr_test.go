@@ -2,11 +2,13 @@ package slackbot
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
@@ -49,13 +51,18 @@ func TestStartBlamesTheTokenOnlyWhenSlackRefusesIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: tt.url, HTTPClient: tt.client, Answerer: nopAnswerer{}, Store: session.NewMemory()})
+			var logs syncBuffer
+			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: tt.url, HTTPClient: tt.client, Answerer: nopAnswerer{}, Store: session.NewMemory(),
+				Logger: logging.New(&logs, "json", slog.LevelDebug)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = b.Run(t.Context())
 			if err == nil {
 				t.Fatal("Run = nil, want a start error")
+			}
+			if strings.Contains(logs.String(), "serving Slack") {
+				t.Errorf("logged serving Slack before the tokens were accepted:\n%s", logs.String())
 			}
 			msg := err.Error()
 			for _, w := range tt.want {

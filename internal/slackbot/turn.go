@@ -133,7 +133,7 @@ func (b *Bot) runTurn(j *job) {
 		// Nothing is read and no turn is stored: the thread hears why.
 		b.postOut(post, in, Outgoing{Text: bound.refusal}, log)
 		b.metrics.turns.WithLabelValues(bound.outcome).Inc()
-		log.Info("turn", "user", in.User, "outcome", bound.outcome, "duration_ms", time.Since(start).Milliseconds())
+		log.Info("turn", "user", in.User, "outcome", bound.outcome, "duration", time.Since(start).Round(time.Millisecond))
 		return
 	}
 	b.react(post, in, reactWorking)
@@ -223,7 +223,7 @@ func (b *Bot) runTurn(j *job) {
 	}
 
 	b.metrics.turns.WithLabelValues(res.outcome).Inc()
-	log.Info("turn",
+	attrs := []any{
 		"user", in.User,
 		"outcome", res.outcome,
 		"steps", res.steps,
@@ -231,11 +231,17 @@ func (b *Bot) runTurn(j *job) {
 		"prompt_tokens", res.usage.PromptTokens,
 		"cached_tokens", res.usage.CachedPromptTokens,
 		"completion_tokens", res.usage.CompletionTokens,
-		"duration_ms", time.Since(start).Milliseconds(),
-		"queued_ms", start.Sub(j.arrived).Milliseconds(),
-		"hit_max_steps", prog.hitMaxSteps,
-		"ref", res.ref,
-	)
+		"duration", time.Since(start).Round(time.Millisecond),
+		"queued", start.Sub(j.arrived).Round(time.Millisecond),
+	}
+	if prog.hitMaxSteps {
+		attrs = append(attrs, "hit_max_steps", true)
+	}
+	if res.ref != "" {
+		attrs = append(attrs, "ref", res.ref)
+	}
+	// The one summary line of an answer (the agent's own is at Debug).
+	log.Info("turn", attrs...)
 }
 
 // stillHolds reports whether the turn may post its answer: always without
