@@ -35,8 +35,9 @@ type Memory struct {
 	dedupe   map[string]time.Time // key → expiry
 	leases   map[Key]lease        // made on first use; see memory_lease.go
 	queues   map[Key][]Pending
-	seq      int64             // last Pending.Seq handed out
-	stops    map[string]string // turn ID → who asked to stop it; made on first use
+	seq      int64                  // last Pending.Seq handed out
+	stops    map[string]string      // turn ID → who asked to stop it; made on first use
+	inbox    map[string]*inboxEvent // made on first use; see memory_inbox.go
 }
 
 var _ Backend = (*Memory)(nil)
@@ -118,6 +119,7 @@ func (m *Memory) StartTurn(ctx context.Context, t Turn, repo string, userMsg llm
 		t.Started = now
 	}
 	t.Ended = time.Time{}
+	t.Parts = nil
 	m.turns[t.ID] = &t
 	return nil
 }
@@ -234,6 +236,7 @@ func (m *Memory) ContinueTurn(ctx context.Context, oldID string, next Turn) erro
 	old.State = TurnContinued
 	old.Ended = now
 	t := *old
+	t.Parts = slices.Clone(old.Parts)
 	t.ID = next.ID
 	t.State = TurnRunning
 	t.Started = next.Started
@@ -289,7 +292,7 @@ func (m *Memory) Unfinished(ctx context.Context) ([]Turn, error) {
 	var out []Turn
 	for _, t := range m.turns {
 		if t.State == TurnRunning || t.State == TurnInterrupted {
-			out = append(out, *t)
+			out = append(out, t.clone())
 		}
 	}
 	slices.SortFunc(out, func(a, b Turn) int {
@@ -307,7 +310,7 @@ func (m *Memory) Turn(ctx context.Context, turnID string) (Turn, error) {
 	if !ok {
 		return Turn{}, fmt.Errorf("turn %s: %w", turnID, ErrNotFound)
 	}
-	return *t, nil
+	return t.clone(), nil
 }
 
 func (m *Memory) FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error) {
@@ -365,6 +368,11 @@ func (m *Memory) Purge(ctx context.Context, before time.Time) (int, error) {
 	for k, exp := range m.dedupe {
 		if !now.Before(exp) {
 			delete(m.dedupe, k)
+		}
+	}
+	for k, e := range m.inbox {
+		if !now.Before(e.expires) {
+			delete(m.inbox, k)
 		}
 	}
 	return n, nil

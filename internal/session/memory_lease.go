@@ -68,7 +68,7 @@ func (m *Memory) ClaimUnfinished(ctx context.Context, owner string, ttl time.Dur
 	work := map[Key][]Turn{}
 	for _, t := range m.turns {
 		if t.State == TurnRunning || t.State == TurnInterrupted {
-			work[t.Key] = append(work[t.Key], *t)
+			work[t.Key] = append(work[t.Key], t.clone())
 		}
 	}
 	for k, q := range m.queues {

@@ -138,6 +138,20 @@ var postgresMigrations = []string{
 	CREATE INDEX pending_thread ON pending (team, channel, thread, seq);`,
 	// Who pressed Stop on a running turn, for the replica running it (see Stops).
 	`ALTER TABLE turns ADD COLUMN stop_by text NOT NULL DEFAULT '';`,
+	// Events recorded before they are acknowledged (see Inbox), and the
+	// Slack ts of each answer part posted (Turn.Parts, space-separated).
+	`CREATE TABLE inbox (
+		key text PRIMARY KEY,
+		data bytea NOT NULL,
+		owner text NOT NULL,
+		held bigint NOT NULL,
+		received bigint NOT NULL,
+		expires bigint NOT NULL,
+		handled boolean NOT NULL DEFAULT false
+	);
+	CREATE INDEX inbox_open ON inbox (received) WHERE NOT handled;
+	CREATE INDEX inbox_expires ON inbox (expires);
+	ALTER TABLE turns ADD COLUMN parts text NOT NULL DEFAULT '';`,
 }
 
 // OpenPostgres connects to the database at dsn (a postgres:// URL or a
@@ -536,8 +550,8 @@ func (s *Postgres) ContinueTurn(ctx context.Context, oldID string, next Turn) er
 			started = now
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO turns (id, session_id, state, user_id, question, msg_ts, started,
-			steps, prompt_tokens, cached_prompt_tokens, completion_tokens)
-			SELECT $1, session_id, $2, user_id, question, msg_ts, $3, steps, prompt_tokens, cached_prompt_tokens, completion_tokens
+			steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts)
+			SELECT $1, session_id, $2, user_id, question, msg_ts, $3, steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts
 			FROM turns WHERE id = $4
 			ON CONFLICT (id) DO NOTHING`, next.ID, string(TurnRunning), started, oldID)
 		if err != nil {
@@ -698,7 +712,10 @@ func (s *Postgres) Purge(ctx context.Context, before time.Time) (int, error) {
 			return err
 		}
 		n = tag.RowsAffected()
-		_, err = tx.Exec(ctx, `DELETE FROM dedupe WHERE expires <= $1`, s.now().UnixNano())
+		if _, err := tx.Exec(ctx, `DELETE FROM dedupe WHERE expires <= $1`, s.now().UnixNano()); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM inbox WHERE expires <= $1`, s.now().UnixNano())
 		return err
 	})
 	if err != nil {

@@ -130,6 +130,20 @@ var migrations = []string{
 	CREATE INDEX pending_thread ON pending (team, channel, thread, seq);`,
 	// Who pressed Stop on a running turn, for the process running it (see Stops).
 	`ALTER TABLE turns ADD COLUMN stop_by TEXT NOT NULL DEFAULT '';`,
+	// Events recorded before they are acknowledged (see Inbox), and the
+	// Slack ts of each answer part posted (Turn.Parts, space-separated).
+	`CREATE TABLE inbox (
+		key TEXT PRIMARY KEY,
+		data BLOB NOT NULL,
+		owner TEXT NOT NULL,
+		held INTEGER NOT NULL,
+		received INTEGER NOT NULL,
+		expires INTEGER NOT NULL,
+		handled INTEGER NOT NULL DEFAULT 0
+	) WITHOUT ROWID;
+	CREATE INDEX inbox_open ON inbox (received) WHERE handled = 0;
+	CREATE INDEX inbox_expires ON inbox (expires);
+	ALTER TABLE turns ADD COLUMN parts TEXT NOT NULL DEFAULT '';`,
 }
 
 // OpenSQLite opens (creating if needed) the store at path and brings its
@@ -539,8 +553,8 @@ func (s *SQLite) ContinueTurn(ctx context.Context, oldID string, next Turn) erro
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (id, session_id, state, user_id, question, msg_ts, started,
-			steps, prompt_tokens, cached_prompt_tokens, completion_tokens)
-			SELECT ?, session_id, ?, user_id, question, msg_ts, ?, steps, prompt_tokens, cached_prompt_tokens, completion_tokens
+			steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts)
+			SELECT ?, session_id, ?, user_id, question, msg_ts, ?, steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts
 			FROM turns WHERE id = ?`, next.ID, string(TurnRunning), started, oldID); err != nil {
 			return fmt.Errorf("insert turn: %w", err)
 		}
@@ -597,15 +611,19 @@ func (s *SQLite) SetCommit(ctx context.Context, key Key, commit string) error {
 }
 
 const turnColumns = `t.id, s.team, s.channel, s.thread, t.state, t.user_id, t.question, t.msg_ts, t.started, t.ended,
-	t.steps, t.prompt_tokens, t.cached_prompt_tokens, t.completion_tokens, t.err_ref
+	t.steps, t.prompt_tokens, t.cached_prompt_tokens, t.completion_tokens, t.err_ref, t.parts
 	FROM turns t JOIN sessions s ON s.id = t.session_id`
 
 func scanTurn(sc interface{ Scan(...any) error }) (Turn, error) {
 	var t Turn
 	var state string
 	var started, ended int64
+	var parts string
 	err := sc.Scan(&t.ID, &t.Key.Team, &t.Key.Channel, &t.Key.Thread, &state, &t.User, &t.Question, &t.MsgTS, &started, &ended,
-		&t.Steps, &t.Usage.PromptTokens, &t.Usage.CachedPromptTokens, &t.Usage.CompletionTokens, &t.ErrRef)
+		&t.Steps, &t.Usage.PromptTokens, &t.Usage.CachedPromptTokens, &t.Usage.CompletionTokens, &t.ErrRef, &parts)
+	if parts != "" {
+		t.Parts = strings.Fields(parts)
+	}
 	t.State = TurnState(state)
 	t.Started, t.Ended = fromNanos(started), fromNanos(ended)
 	return t, err
@@ -700,7 +718,10 @@ func (s *SQLite) Purge(ctx context.Context, before time.Time) (int, error) {
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM dedupe WHERE expires <= ?`, s.now().UnixNano())
+		if _, err := tx.ExecContext(ctx, `DELETE FROM dedupe WHERE expires <= ?`, s.now().UnixNano()); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM inbox WHERE expires <= ?`, s.now().UnixNano())
 		return err
 	})
 	if err != nil {

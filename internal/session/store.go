@@ -61,6 +61,45 @@ type Turn struct {
 	Steps    int
 	Usage    llm.Usage
 	ErrRef   string // short reference shown to people and logged with the error
+	// Parts are the Slack ts of the answer's messages posted so far, in
+	// order (a long answer is several messages), so a turn cut off
+	// between two of them posts only the rest.
+	Parts []string
+}
+
+// Inbox keeps the events Slack delivered until the bot has handed them on
+// (to a thread's queue, a started turn, or a deliberate drop). An event is
+// recorded before Slack is told it arrived: Slack never redelivers an
+// acknowledged event, so one that lived only in a process's memory would
+// die with the process. Its key is also the event's dedupe key, across
+// processes: a redelivery, or the same message delivered to two
+// replicas, is recorded once.
+//
+// An event is held by the process that received it, until a time from the
+// store's clock; once the hold has passed and the event is still not
+// handled, ClaimReceived hands it to another process (or the next start).
+type Inbox interface {
+	// Receive records an event's data under key, held by owner until
+	// now+hold, unless key was recorded less than ttl ago; first reports
+	// whether this call recorded it. The key is remembered for ttl whether
+	// or not its event is handled; an event still not handled after ttl
+	// is given up.
+	Receive(ctx context.Context, key string, data []byte, owner string, hold, ttl time.Duration) (first bool, err error)
+	// Handled marks key's event handed on, so it is never claimed again.
+	// An unknown key is not an error.
+	Handled(ctx context.Context, key string) error
+	// ClaimReceived takes for owner, until now+hold, every event not
+	// handled whose hold has passed, and returns them in the order they
+	// were received. Of processes claiming at once, each event goes to
+	// exactly one.
+	ClaimReceived(ctx context.Context, owner string, hold time.Duration) ([]Received, error)
+}
+
+// Received is an event recorded by Inbox.Receive and not yet handled.
+type Received struct {
+	Key      string
+	Data     []byte // as the service encoded it; the store does not read it
+	Received time.Time
 }
 
 // ErrNotFound is returned for a turn or session that does not exist.
@@ -133,11 +172,18 @@ type Store interface {
 	// FirstSeen records a dedupe key unless present; it reports whether this
 	// call recorded it. Keys expire after ttl.
 	FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	// AddPart records that part n (from 0) of the turn's answer was posted
+	// as the Slack message ts. Parts are recorded in order: n must be the
+	// number recorded so far, or that of a part already recorded with the
+	// same ts (a repeat is a no-op). Unknown turn: ErrNotFound; ended
+	// turn: ErrTurnEnded.
+	AddPart(ctx context.Context, turnID string, n int, ts string) error
+	Inbox
 	// Sessions lists sessions, most recently updated first, without history.
 	// A limit of 0 or less lists all.
 	Sessions(ctx context.Context, limit int) ([]Session, error)
 	// Purge deletes sessions idle since before (Updated before it) with all
-	// their turns, and dedupe keys expired by the store's now. It returns the
+	// their turns, and dedupe keys and inbox events expired by the store's now. It returns the
 	// number of sessions deleted.
 	Purge(ctx context.Context, before time.Time) (int, error)
 	// Ping reports whether the store is usable.

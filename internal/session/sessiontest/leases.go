@@ -31,6 +31,10 @@ func runLeaseTests(t *testing.T, s Suite) {
 		{"claim picks up a dead holder's queue", testClaimQueue},
 		{"a stop requested on one replica is seen on the other", testStopRequest},
 		{"a thread is busy while it has queued messages or a live lease", testThreadBusy},
+		{"an event is received once, by any replica, until its key expires", testReceiveOnce},
+		{"claim received takes events whose hold passed, oldest first", testClaimReceived},
+		{"racing claimers take each received event once", testClaimReceivedRace},
+		{"answer parts are recorded in order and follow a continued turn", testAddPart},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
