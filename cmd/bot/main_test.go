@@ -251,7 +251,7 @@ func TestClearErrors(t *testing.T) {
 		{"missing repo", []string{"ask", "--repo", "/nonexistent/checkout", "q"}, nil, []string{`repository "/nonexistent/checkout" does not exist`, "--repo"}},
 		{"serve without tokens", []string{"serve"}, nil, []string{"SLACK_BOT_TOKEN and SLACK_APP_TOKEN not set", "bot ask"}},
 		{"serve with one token", nil, map[string]string{"SLACK_BOT_TOKEN": "xoxb-1"}, []string{"SLACK_APP_TOKEN not set"}},
-		{"bot token as app token", nil, map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xoxb-2-secret"}, []string{"SLACK_APP_TOKEN: want an app-level token starting with xapp-"}},
+		{"bot token as app token", nil, map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xoxb-2-secret"}, []string{"SLACK_APP_TOKEN: want an app-level token, which starts with xapp-", "this one is a bot token"}},
 		{"unreachable API", []string{"ask", "q"}, map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, []string{"127.0.0.1:1"}},
 		{"unknown command", []string{"frobnicate"}, nil, []string{`unknown command "frobnicate"`}},
 		{"ask without question", []string{"ask"}, nil, []string{"ask needs a question"}},
