@@ -95,6 +95,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		AllowUsers:    cfg.AllowUsers,
 		TurnTimeout:   cfg.TurnTimeout,
 		DrainTimeout:  cfg.DrainTimeout,
+		CrashAt:       testCrashAt(env, log),
 		Logger:        log,
 		Registry:      reg,
 	})
@@ -156,4 +157,33 @@ func openStore(ctx context.Context, cfg config.Config) (session.Backend, error) 
 		return nil, fmt.Errorf("BOT_DATA_DIR %s: %w", cfg.DataDir, err)
 	}
 	return session.Open(ctx, cfg.Store.Reveal(), cfg.DataDir, session.Options{})
+}
+
+// testCrashAt is for the restart tests only, which kill the real binary at
+// the points where a crash must lose nothing: ASKREPO_TEST_CRASH_AT names
+// one (slackbot.CrashAfterAck, slackbot.CrashBetweenParts), and the
+// process kills itself there with SIGKILL, as a crash would, without a
+// word to Slack or a write to the store. Unset, as in every real use, it
+// returns nil and the bot does nothing at those points.
+func testCrashAt(env func(string) (string, bool), log *slog.Logger) func(string) {
+	want, _ := env("ASKREPO_TEST_CRASH_AT")
+	if want == "" {
+		return nil
+	}
+	log.Warn("ASKREPO_TEST_CRASH_AT is set: this process kills itself at that point; it is for tests only", "point", want)
+	return func(point string) {
+		if point != want {
+			return
+		}
+		// slack-go writes an ack to the socket from its own goroutine:
+		// a moment lets it get there, as it would before a real crash
+		// that came a little later. Nothing else moves meanwhile: the
+		// point is on the goroutine that would go on.
+		time.Sleep(300 * time.Millisecond)
+		log.Warn("killing this process at a test crash point", "point", point)
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Kill()
+		}
+		select {} // the kill is asynchronous; nothing after the point may run
+	}
 }

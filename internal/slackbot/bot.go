@@ -189,6 +189,11 @@ type Config struct {
 	// before it is recycled; zero means slack-go's default (30s).
 	PingInterval time.Duration
 
+	// CrashAt, for tests of crash recovery only, is called at the points
+	// named by the Crash* constants; the test binary kills itself there.
+	// nil (always, outside such tests) does nothing.
+	CrashAt func(point string)
+
 	// Logger receives one JSON-friendly line per turn and the errors behind
 	// every reference shown in Slack; nil discards.
 	Logger *slog.Logger
@@ -238,6 +243,13 @@ type Bot struct {
 	statusOff atomic.Bool
 
 	rep *replicas // nil unless Config.Shared is set
+
+	// owner names this process in the store's inbox, and hold is how long
+	// an event it received stays its own before another process may
+	// claim it: the lease TTL with replicas; zero alone, since only the
+	// next start claims, before it reads anything.
+	owner string
+	hold  time.Duration
 
 	bg sync.WaitGroup // short background posts (refusals, hints)
 
@@ -372,10 +384,12 @@ func New(cfg Config) (*Bot, error) {
 	b.turnCtx, b.cancelTurn = context.WithCancelCause(context.Background())
 	b.slackCtx, b.cancelSlack = context.WithCancel(context.Background())
 	b.finalGrace = defaultFinalGrace
+	b.cfg.Replica = orDefault(cfg.Replica, DefaultReplicaID())
+	b.owner = b.cfg.Replica
 	if cfg.Shared != nil {
-		b.cfg.Replica = orDefault(cfg.Replica, DefaultReplicaID())
 		b.cfg.LeaseTTL = orDefault(cfg.LeaseTTL, DefaultLeaseTTL)
 		b.rep = newReplicas(b, cfg.Shared, b.cfg.Replica, b.cfg.LeaseTTL)
+		b.hold = b.cfg.LeaseTTL
 	}
 	return b, nil
 }
@@ -413,9 +427,12 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.log.Info("serving Slack", "team", auth.Team, "team_id", auth.TeamID, "bot_user", auth.UserID, "model", b.cfg.Model)
 
 	if b.rep != nil {
-		b.rep.start(ctx)
+		b.rep.start(ctx) // claims received events too, and keeps claiming
 	} else {
 		b.recoverTurns(ctx, boot)
+		// After the cut-off turns, so that a thread's older turn goes
+		// first; before the first new event, so these keep their place.
+		b.claimReceived(ctx)
 	}
 
 	var smOpts []socketmode.Option
@@ -448,7 +465,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.connected.Store(false)
 	b.metrics.connected.Set(0)
 	if n := b.intake.len(); n > 0 {
-		b.log.Warn("acked events left unprocessed at shutdown", "count", n)
+		b.log.Warn("acked events left unprocessed at shutdown; the next start answers those the store recorded", "count", n)
 	}
 	b.drain()
 	return runErr
@@ -521,4 +538,20 @@ func set(ids []string) map[string]bool {
 		}
 	}
 	return m
+}
+
+// Points at which Config.CrashAt is called.
+const (
+	// CrashAfterAck is right after an event was recorded and acked, before
+	// the intake saw it: it is in the store only.
+	CrashAfterAck = "after-ack"
+	// CrashBetweenParts is after a part of a multi-part answer was posted
+	// and recorded, before the next one.
+	CrashBetweenParts = "between-parts"
+)
+
+func (b *Bot) crashAt(point string) {
+	if b.cfg.CrashAt != nil {
+		b.cfg.CrashAt(point)
+	}
 }

@@ -592,10 +592,17 @@ func TestShutdownDrainsThenInterrupts(t *testing.T) {
 					t.Errorf("unfinished turns = %+v, %v; want the cut turn, interrupted", unf, err)
 				}
 			}
-			// The queued question is told, not dropped.
+			// The queued question is told, not dropped, and the next
+			// start answers it: it stayed in the store's inbox.
 			note := h.slack.Snapshot().BotMessages("C2", queued, slacktest.DefaultBotID)
-			if len(note) != 1 || !strings.Contains(note[0].Text, "ask again") {
-				t.Errorf("queued question's thread = %q, want a note to ask again", allTexts(note))
+			if len(note) != 1 || note[0].Text != noteNotStartedNew {
+				t.Errorf("queued question's thread = %q, want %q", allTexts(note), noteNotStartedNew)
+			}
+			hold.open()
+			next := newHarness(t, harnessOpts{slack: h.slack, ai: h.ai, store: h.store})
+			next.waitReaction("C2", queued, reactDone)
+			if got := answers(next.slack.Snapshot().BotMessages("C2", queued, slacktest.DefaultBotID)); len(got) != 1 {
+				t.Errorf("the next start posted %d answers to the queued question, want 1", len(got))
 			}
 		})
 	}

@@ -13,15 +13,25 @@ import (
 	"github.com/slack-go/slack/socketmode"
 )
 
-// queuedEvent is an acked Events API envelope waiting for the intake.
+// queuedEvent is a message the filters let through, acked and waiting
+// for the intake.
 type queuedEvent struct {
-	api   slackevents.EventsAPIEvent
+	in  inbound
+	typ string // the event type, for logs
+	// key is the event's record in the store's inbox (see receive), which
+	// is marked handled once the event is handed on; "" when the store
+	// could not record it, and the event lives only here.
+	key   string
 	retry int // retry_attempt: a redelivery is processed (it may be the only copy) and deduped
+	// claimed marks an event recorded by a process that died before
+	// handing it on: its turn may exist already.
+	claimed bool
 }
 
 // readLoop drains slack-go's Events channel. It never blocks on anything but
-// the ack queue (bounded by AckTimeout): a slow reader stalls slack-go's
-// socket reader, which then misses pings and recycles the connection.
+// the store's record of an event (bounded by receiveTimeout) and the ack
+// queue (bounded by AckTimeout): a slow reader stalls slack-go's socket
+// reader, which then misses pings and recycles the connection.
 func (b *Bot) readLoop(ctx context.Context, sm *socketmode.Client, fatal chan<- error) {
 	for {
 		select {
@@ -79,18 +89,26 @@ func (b *Bot) onEvent(ctx context.Context, sm *socketmode.Client, evt socketmode
 			b.ack(ctx, sm, id, received)
 		}
 	case socketmode.EventTypeEventsAPI:
+		// Recorded before the ack: Slack does not redeliver an acked
+		// event, so from the ack on the store is its only copy.
+		var (
+			qe   queuedEvent
+			keep bool
+		)
+		if ea, ok := evt.Data.(slackevents.EventsAPIEvent); ok {
+			retry := 0
+			if evt.Request != nil {
+				retry = evt.Request.RetryAttempt
+			}
+			qe, keep = b.receive(ctx, ea, retry)
+		}
 		if evt.Request != nil {
 			b.ack(ctx, sm, evt.Request.EnvelopeID, received)
 		}
-		ea, ok := evt.Data.(slackevents.EventsAPIEvent)
-		if !ok {
-			return
+		if keep {
+			b.crashAt(CrashAfterAck)
+			b.intake.push(qe)
 		}
-		qe := queuedEvent{api: ea}
-		if evt.Request != nil {
-			qe.retry = evt.Request.RetryAttempt
-		}
-		b.intake.push(qe)
 	case socketmode.EventTypeInteractive:
 		if evt.Request != nil {
 			b.ack(ctx, sm, evt.Request.EnvelopeID, received)
@@ -194,7 +212,7 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 
 // intakeLoop turns acked events into queued turns, one at a time and in
 // arrival order, so a thread's messages keep their order. Its store calls
-// (dedupe, session lookups) are why it is not part of readLoop.
+// (session lookups, thread queues) are why it is not part of readLoop.
 func (b *Bot) intakeLoop(ctx context.Context) {
 	for {
 		qe, ok := b.intake.pop(ctx)
@@ -205,21 +223,25 @@ func (b *Bot) intakeLoop(ctx context.Context) {
 	}
 }
 
-// admitTimeout bounds the store calls that admit one event.
-const admitTimeout = 5 * time.Second
+// receiveTimeout bounds the store write that records an event before its
+// ack, well inside the 3 s Slack gives the ack; the write takes a few
+// milliseconds on SQLite or PostgreSQL.
+const receiveTimeout = time.Second
 
-// admit decides whether an acked event becomes a turn and queues it. Its
-// store calls do not follow ctx's cancellation: at shutdown the intake
-// still admits what Slack already delivered (and was acked), so a
-// follow-up is found to belong to its thread and reaches the queue, which
-// tells the thread to ask again or, with replicas, keeps it in the store
-// for another replica. admitTimeout bounds each event instead.
-func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), admitTimeout)
-	defer cancel()
-	team := qe.api.TeamID
+// receive filters an Events API event and records the message it carries
+// in the store's inbox, under a key that is its dedupe key: the message's
+// channel and ts, which Slack's redeliveries (same event_id) and the same
+// message delivered as both app_mention and message share, on any
+// replica. It reports whether the event goes on to the intake.
+//
+// If the store cannot record it, the event is answered from memory (and
+// counted): a crash before it is handed on then loses it, and a rare
+// double answer is better than a silent drop. It is acked either way: an
+// unacked envelope is redelivered, to a store that may still be down.
+func (b *Bot) receive(ctx context.Context, ea slackevents.EventsAPIEvent, retry int) (queuedEvent, bool) {
+	team := ea.TeamID
 	var eventID string
-	if cb, ok := qe.api.Data.(*slackevents.EventsAPICallbackEvent); ok {
+	if cb, ok := ea.Data.(*slackevents.EventsAPICallbackEvent); ok {
 		eventID = cb.EventID
 		if team == "" {
 			team = cb.TeamID
@@ -232,7 +254,7 @@ func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
 		in  inbound
 		why string
 	)
-	switch ev := qe.api.InnerEvent.Data.(type) {
+	switch ev := ea.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
 		in, why = fromMention(team, eventID, ev, b.self)
 	case *slackevents.MessageEvent:
@@ -240,7 +262,99 @@ func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
 	default:
 		why = ignoreOther
 	}
-	if why == "" && in.FollowUp {
+	if why != "" {
+		b.ignore(why, ea.InnerEvent.Type, eventID, retry)
+		return queuedEvent{}, false
+	}
+	qe := queuedEvent{in: in, typ: ea.InnerEvent.Type, retry: retry}
+	data, err := json.Marshal(in)
+	if err != nil {
+		b.log.Error("encode an event for the store; answering it from memory", "event_id", eventID, "err", err)
+		b.metrics.unrecorded.Inc()
+		return qe, true
+	}
+	key := inboxKey(in)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), receiveTimeout)
+	defer cancel()
+	first, err := b.cfg.Store.Receive(rctx, key, data, b.owner, b.hold, b.cfg.DedupeTTL)
+	switch {
+	case err != nil:
+		b.metrics.unrecorded.Inc()
+		b.log.Error("record an event before acking it; answering it from memory, a crash before it is handed on loses it",
+			"event_id", eventID, "thread", in.Key.String(), "err", err)
+		return qe, true
+	case !first:
+		b.ignore(ignoreDup, ea.InnerEvent.Type, eventID, retry)
+		return queuedEvent{}, false
+	}
+	qe.key = key
+	return qe, true
+}
+
+// inboxKey is a message's key in the inbox and its dedupe key.
+func inboxKey(in inbound) string {
+	return "msg:" + in.Key.Team + ":" + in.Key.Channel + ":" + in.TS
+}
+
+func (b *Bot) ignore(why, typ, eventID string, retry int) {
+	b.metrics.ignored.WithLabelValues(why).Inc()
+	b.log.Debug("event not answered", "reason", why, "type", typ, "event_id", eventID, "retry_attempt", retry)
+}
+
+// handled marks an event of the inbox handed on. A failure costs a second
+// look at it at the next start or claim, which finds its turn and drops it.
+func (b *Bot) handled(key string) {
+	if key == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), admitTimeout)
+	defer cancel()
+	if err := b.cfg.Store.Handled(ctx, key); err != nil {
+		b.log.Warn("mark an event handled; it is looked at again after a restart", "key", key, "err", err)
+	}
+}
+
+// claimReceived queues the events a process recorded (and acked) but did
+// not hand on before it died: at start, this data's previous run; with
+// replicas, periodically, any replica whose hold on them has passed. They
+// go through the intake like new events, in the order they arrived.
+func (b *Bot) claimReceived(ctx context.Context) {
+	rs, err := b.cfg.Store.ClaimReceived(ctx, b.owner, b.hold)
+	if err != nil {
+		b.log.Error("look for events a stopped process received and did not answer; trying again later", "err", err)
+		return
+	}
+	for _, r := range rs {
+		var in inbound
+		if err := json.Unmarshal(r.Data, &in); err != nil {
+			b.log.Error("a received event does not decode; dropped", "key", r.Key, "err", err)
+			b.handled(r.Key)
+			continue
+		}
+		b.log.Info("answering an event a stopped process received", "thread", in.Key.String(), "ts", in.TS, "received", r.Received)
+		b.intake.push(queuedEvent{in: in, key: r.Key, claimed: true})
+	}
+}
+
+// admitTimeout bounds the store calls that admit one event.
+const admitTimeout = 5 * time.Second
+
+// admit decides whether a received event becomes a turn and queues it.
+// Its store calls do not follow ctx's cancellation: at shutdown the intake
+// still admits what Slack already delivered (and was acked), so a
+// follow-up is found to belong to its thread and reaches the queue, which
+// tells the thread to ask again or, with replicas, keeps it in the store
+// for another replica. admitTimeout bounds each event instead.
+//
+// The event's inbox record is marked handled once it is handed on: to the
+// store's thread queue (replicas), or to a started turn (one process; see
+// runTurn), or dropped here.
+func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), admitTimeout)
+	defer cancel()
+	in := qe.in
+	var why string
+	if in.FollowUp {
 		switch {
 		case b.cfg.Followups == FollowupsMention:
 			why = ignorePolicy
@@ -248,23 +362,29 @@ func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
 			why = ignoreNoThread
 		}
 	}
-	if why == "" && !b.firstSeen(ctx, in) {
-		why = ignoreDup
+	if why == "" && qe.claimed && b.rep == nil {
+		// The process that recorded it may have started its turn, which
+		// recoverTurns has queued already.
+		if _, err := b.cfg.Store.Turn(ctx, messageTurnID(in)); err == nil {
+			why = ignoreDup
+		}
 	}
 	if why != "" {
-		b.metrics.ignored.WithLabelValues(why).Inc()
-		b.log.Debug("event not answered", "reason", why, "type", qe.api.InnerEvent.Type, "event_id", eventID, "retry_attempt", qe.retry)
+		b.ignore(why, qe.typ, in.EventID, qe.retry)
+		b.handled(qe.key)
 		return
 	}
 	switch {
 	case !b.allowed(in), !b.repoEnabled(in):
 		b.refuse(ctx, in)
+		b.handled(qe.key)
 	case strings.TrimSpace(in.Text) == "":
 		b.background(func(ctx context.Context) {
 			b.postNote(ctx, in, "Ask me a question about the repository after the mention, for example where something is implemented.")
 		})
+		b.handled(qe.key)
 	default:
-		b.enqueue(ctx, in)
+		b.enqueue(ctx, in, qe.key)
 	}
 }
 
@@ -290,28 +410,6 @@ func (b *Bot) hasSession(ctx context.Context, in inbound) bool {
 		return false
 	}
 	return busy
-}
-
-// firstSeen dedupes Slack's redeliveries (same event_id) and the same
-// message delivered as both app_mention and message (same channel and ts).
-// If the store fails, the message is answered: a rare double answer is
-// better than a silent drop.
-func (b *Bot) firstSeen(ctx context.Context, in inbound) bool {
-	keys := []string{"msg:" + in.Key.Team + ":" + in.Key.Channel + ":" + in.TS}
-	if in.EventID != "" {
-		keys = append([]string{"event:" + in.EventID}, keys...)
-	}
-	for _, k := range keys {
-		first, err := b.cfg.Store.FirstSeen(ctx, k, b.cfg.DedupeTTL)
-		if err != nil {
-			b.log.Error("dedupe check failed; answering anyway", "key", k, "err", err)
-			continue
-		}
-		if !first {
-			return false
-		}
-	}
-	return true
 }
 
 // refuse says once per thread that the bot is not enabled here (by the

@@ -65,13 +65,17 @@ func TestAdmitAfterShutdownStillQueuesFollowUp(t *testing.T) {
 				cancel()
 				b.queue.close()
 			}
-			b.admit(ctx, queuedEvent{api: slackevents.EventsAPIEvent{
+			qe, ok := b.receive(ctx, slackevents.EventsAPIEvent{
 				TeamID: "T1",
 				Data:   &slackevents.EventsAPICallbackEvent{EventID: "Ev" + tc.ts, TeamID: "T1"},
 				InnerEvent: slackevents.EventsAPIInnerEvent{Type: "message", Data: &slackevents.MessageEvent{
 					Channel: "C1", ChannelType: "channel", User: "U1", Text: "and then?", TimeStamp: tc.ts, ThreadTimeStamp: key.Thread,
 				}},
-			}})
+			}, 0)
+			if !ok || qe.key == "" {
+				t.Fatalf("receive = %+v, %v; want the follow-up recorded", qe, ok)
+			}
+			b.admit(ctx, qe)
 			b.queue.close()
 			b.queue.wait()
 			mu.Lock()

@@ -23,6 +23,7 @@ type metrics struct {
 	running          prometheus.Gauge
 	ackSeconds       prometheus.Histogram
 	ackFailures      prometheus.Counter
+	unrecorded       prometheus.Counter     // events acked without a record in the store
 	ignored          *prometheus.CounterVec // events not answered, by reason
 	refused          prometheus.Counter
 	connected        prometheus.Gauge
@@ -56,6 +57,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 3}}),
 		ackFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "socket_ack_failures_total",
 			Help: "Envelopes whose ack could not be queued."}),
+		unrecorded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_unrecorded_total",
+			Help: "Events acknowledged although the store could not record them first (it failed or was slow): answered from memory, lost if the process dies before."}),
 		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_ignored_total",
 			Help: "Events not answered, by reason (bot_message, duplicate, subtype, …)."}, []string{"reason"}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "questions_refused_total",
@@ -68,7 +71,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Code citations in posted answers, by result: valid (linked when the repo has a web view) or flagged (no such file, lines past the end)."}, []string{"result"}),
 	}
 	for _, c := range []prometheus.Collector{m.turns, m.toolCalls, m.toolSeconds, m.stepSeconds, m.tokens,
-		m.slackErrors, m.slackRateLimited, m.queueDepth, m.running, m.ackSeconds, m.ackFailures,
+		m.slackErrors, m.slackRateLimited, m.queueDepth, m.running, m.ackSeconds, m.ackFailures, m.unrecorded,
 		m.ignored, m.refused, m.connected, m.compactions, m.citations} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -23,6 +23,10 @@ type job struct {
 	// turnID is the ID the turn gets; empty means a random one. Replicas
 	// derive it from the message (see messageTurnID).
 	turnID string
+	// intake is the question's record in the store's inbox, marked
+	// handled once the turn is stored (or the question is dropped); ""
+	// for none.
+	intake string
 	// holdsLease, set by replicas, reports whether this process still
 	// holds the thread's lease, renewing it; nil without replicas.
 	holdsLease func(context.Context) bool

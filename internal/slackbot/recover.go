@@ -19,11 +19,12 @@ import (
 
 // What a thread is told about a turn a restart cut off. One sentence each.
 const (
-	noteResuming     = "My answer to this was interrupted by a restart; I am picking it up where I left off."
-	noteRerunning    = "My answer to this was interrupted by a restart; I am starting it over."
-	noteAskAgain     = "My answer to this was interrupted by a restart; please ask again."
-	noteWillResume   = "I am restarting; I will pick this up when I am back."
-	noteNotStartedRe = "I am restarting before I could get back to this; I will pick it up when I am back."
+	noteResuming      = "My answer to this was interrupted by a restart; I am picking it up where I left off."
+	noteRerunning     = "My answer to this was interrupted by a restart; I am starting it over."
+	noteAskAgain      = "My answer to this was interrupted by a restart; please ask again."
+	noteWillResume    = "I am restarting; I will pick this up when I am back."
+	noteNotStartedRe  = "I am restarting before I could get back to this; I will pick it up when I am back."
+	noteNotStartedNew = "I am restarting before I could get to this; I will answer it when I am back."
 )
 
 // recovery is what a job carries when it finishes a turn that a crash or a

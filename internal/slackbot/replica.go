@@ -123,6 +123,8 @@ func messageTurnID(in inbound) string {
 // enqueue puts an admitted message in its thread's queue in the store and
 // starts draining the thread if that took its lease. A message that will
 // wait (the thread is busy here or on another replica) gets the hourglass.
+// Once it returns the message is in the queue, or the thread was told to
+// ask again: either way it is handed on.
 func (r *replicas) enqueue(ctx context.Context, in inbound) {
 	data, err := json.Marshal(queuedMessage{In: in, Arrived: time.Now()})
 	if err != nil {
@@ -216,7 +218,11 @@ func (r *replicas) start(ctx context.Context) {
 // cut-off turns to be recovered as Config.Recovery says (the newest of a
 // thread; older ones are only reported, the history has moved past them),
 // and drains their queues.
+//
+// Then it claims the events a replica received and acked but died before
+// queuing (see Bot.claimReceived): they go through the intake.
 func (r *replicas) claim(ctx context.Context) {
+	defer r.b.claimReceived(ctx)
 	claims, err := r.store.ClaimUnfinished(ctx, r.owner, r.ttl)
 	if err != nil {
 		r.b.log.Error("claim threads left by other replicas; trying again later", "err", err)
@@ -555,11 +561,15 @@ func (r *replicas) pause() bool {
 }
 
 // enqueue hands an admitted question to the thread's queue: the store's,
-// shared with the other replicas, or this process's dispatcher.
-func (b *Bot) enqueue(ctx context.Context, in inbound) {
+// shared with the other replicas (which hands its inbox record on), or
+// this process's dispatcher (where the turn hands it on when it starts;
+// see runTurn). Its turn ID is derived from the message either way, so a
+// message handed on twice (a crash in between) is answered once.
+func (b *Bot) enqueue(ctx context.Context, in inbound, key string) {
 	if b.rep != nil {
 		b.rep.enqueue(ctx, in)
+		b.handled(key)
 		return
 	}
-	b.queue.enqueue(&job{in: in, arrived: time.Now()})
+	b.queue.enqueue(&job{in: in, arrived: time.Now(), turnID: messageTurnID(in), intake: key})
 }

@@ -73,6 +73,9 @@ const (
 	outcomeReported      = "reported_after_restart"
 	outcomeAlreadyPosted = "already_posted"
 	outcomeTakenOver     = "taken_over"
+	// The message's turn was stored already, by a process that died
+	// before it could mark the message handed on.
+	outcomeDuplicate = "duplicate"
 )
 
 // turnResult gathers what the summary line and the metrics report.
@@ -121,6 +124,17 @@ func (b *Bot) runTurn(j *job) {
 	// It ends a short grace after a shutdown cut (see Bot.slackCtx).
 	post := b.slackCtx
 
+	// The question's inbox record is handed on when the turn ends, unless
+	// a shutdown cut it before it was stored: then the next start answers
+	// it, as the thread is told. (Once stored, a crash leaves the turn to
+	// recoverTurns, and the record, found again, to be dropped.)
+	var keep bool
+	defer func() {
+		if !keep {
+			b.handled(j.intake)
+		}
+	}()
+
 	if j.queuedSign != nil {
 		<-j.queuedSign
 		b.unreact(post, in, reactQueued)
@@ -166,6 +180,15 @@ func (b *Bot) runTurn(j *job) {
 		err = perr
 	}
 	takenOver := errors.Is(context.Cause(ctx), errTakenOver)
+	if errors.Is(err, session.ErrTurnExists) {
+		// Its turn was stored by a process that died before marking the
+		// message handed on; recoverTurns has it.
+		prog.finish()
+		b.unreact(post, in, reactWorking)
+		b.metrics.turns.WithLabelValues(outcomeDuplicate).Inc()
+		log.Info("turn", "user", in.User, "outcome", outcomeDuplicate, "duration", time.Since(start).Round(time.Millisecond))
+		return
+	}
 	var sentence string
 	var state session.TurnState
 	if !takenOver && err != nil {
@@ -178,6 +201,9 @@ func (b *Bot) runTurn(j *job) {
 		// Slack calls below have only a short grace, and the next start
 		// must find the turn interrupted (or ended) whatever Slack does.
 		b.endTurn(prog, res.id, state, res.ref, log)
+		// Cut before it was stored: the next start finds the question in
+		// the inbox, as the thread is told.
+		keep = state == session.TurnInterrupted && !prog.started && j.intake != ""
 	}
 	prog.finish()
 	res.steps, res.toolCalls, res.usage = prog.totals()
@@ -196,7 +222,11 @@ func (b *Bot) runTurn(j *job) {
 		b.unreact(post, in, reactWorking)
 	case err == nil:
 		res.outcome = outcomeAnswered
-		b.postAnswer(post, in, b.cite(post, co, answer), co, res, time.Since(start), log)
+		posted := 0
+		if j.recovered != nil {
+			posted = len(j.recovered.turn.Parts)
+		}
+		b.postAnswer(post, in, b.cite(post, co, answer), co, res, posted, time.Since(start), log)
 		// Ended at once, before anything cosmetic: a crash between the
 		// post and this write is the one window in which a restart finds
 		// the turn unfinished with its answer posted (claim checks the
@@ -342,7 +372,11 @@ func shortCommit(c string) string {
 	return c
 }
 
-func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *checkout, res turnResult, took time.Duration, log *slog.Logger) {
+// postAnswer posts the answer's messages after the first posted (those a
+// cut-off turn posted before it was cut), recording each one's ts in the
+// store as it goes out, so that a crash between two parts leaves the next
+// start to post only the rest.
+func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *checkout, res turnResult, posted int, took time.Duration, log *slog.Logger) {
 	f := Footer{
 		Steps:            res.steps,
 		ToolCalls:        res.toolCalls,
@@ -365,8 +399,33 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 	if co.lease != nil && co.lease.Web.Base != "" {
 		home = append(home, co.lease.Web.Base)
 	}
-	for _, m := range AnswerMessages(answer, f, home...) {
-		b.postOut(ctx, in, m, log)
+	msgs := AnswerMessages(answer, f, home...)
+	if posted > 0 {
+		log.Info("posting the rest of an answer a restart cut off", "parts", len(msgs), "posted", posted)
+	}
+	for i, m := range msgs {
+		if i < posted {
+			continue
+		}
+		ts, err := b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, m)
+		if err != nil {
+			log.Error("post to the thread", "part", i, "err", err)
+			continue
+		}
+		if len(msgs) == 1 {
+			continue // nothing to resume between
+		}
+		// Its own deadline: the part is out, and the record must not be
+		// lost to the Slack context's end at a shutdown.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err = b.cfg.Store.AddPart(sctx, res.id, i, ts)
+		cancel()
+		if err != nil {
+			log.Warn("record a posted part of the answer; a restart before the end may post it again", "part", i, "err", err)
+		}
+		if i < len(msgs)-1 {
+			b.crashAt(CrashBetweenParts)
+		}
 	}
 }
 
@@ -472,15 +531,18 @@ func (b *Bot) cosmetic(method string, err error) {
 }
 
 // reject tells a question that was queued when shutdown began that it will
-// not be answered here, so it is not silently dropped.
-// A recovered turn that did not get to run stays unfinished in the store, so
-// the next start takes it up; its thread is told so.
+// not be answered now, so it is not silently dropped. A question the store
+// recorded stays in its inbox, and a recovered turn that did not get to run
+// stays unfinished, so the next start takes them up; the thread is told so.
 func (b *Bot) reject(j *job) {
 	b.metrics.turns.WithLabelValues(outcomeNotStarted).Inc()
-	b.log.Warn("queued question not started before shutdown", "thread", j.in.Key.String(), "user", j.in.User, "recovered", j.recovered != nil)
+	b.log.Warn("queued question not started before shutdown", "thread", j.in.Key.String(), "user", j.in.User, "recovered", j.recovered != nil, "kept", j.intake != "")
 	note := "I am restarting and did not get to this question; please ask again in a minute."
-	if j.recovered != nil && j.recovered.mode != RecoverReport {
+	switch {
+	case j.recovered != nil && j.recovered.mode != RecoverReport:
 		note = noteNotStartedRe
+	case j.intake != "":
+		note = noteNotStartedNew
 	}
 	b.background(func(ctx context.Context) {
 		if j.queuedSign != nil {
