@@ -369,3 +369,41 @@ func buttonValue(m slacktest.Message, actionID string) string {
 	}
 	return ""
 }
+
+// A replica killed right after it acked a question, before it queued it:
+// the question was recorded first, and the other replica answers it once
+// the dead one's hold on it has passed.
+func TestReplicaKilledAfterAckIsAnsweredByTheOther(t *testing.T) {
+	w := newReplicaWorld(t)
+	env := w.env
+	w.env = append(slices.Clip(env), "ASKREPO_TEST_CRASH_AT=after-ack")
+	a, connA := w.startReplica()
+	w.env = env
+	b, _ := w.startReplica()
+
+	root := w.slack.NextTS()
+	envelope, err := w.slack.SendEventTo(connA, slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.slack.WaitAck(w.ctx(), envelope); err != nil {
+		t.Fatalf("the event was not acked: %v", err)
+	}
+	if code := a.waitExit(t); code != -int(syscall.SIGKILL) {
+		t.Fatalf("exit code = %d, want SIGKILL at the crash point\n%s", code, a.logs.String())
+	}
+	w.waitAnswers(root, 1)
+	w.waitLog(b, `"outcome":"answered"`)
+	if !strings.Contains(b.logs.String(), `"msg":"answering an event a stopped process received"`) {
+		t.Errorf("replica b did not log its claim of the event")
+	}
+	if code := b.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0", code)
+	}
+	if got := w.answersIn("C1", root); got != 1 {
+		t.Errorf("answers = %d, want 1:\n%s", got, w.threadText(root))
+	}
+	if n := len(w.model.requests()); n != 2 {
+		t.Errorf("model requests = %d, want 2", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -558,5 +559,46 @@ func TestReplicasFollowUpBeforeTheFirstTurnIsStored(t *testing.T) {
 	}
 	if n := len(p.b.logLines("turn")); n != 0 {
 		t.Errorf("replica b ran %d turns, want 0: the thread was replica a's", n)
+	}
+}
+
+// A replica that acked a question and died before queuing it leaves it in
+// the store's inbox; the other replica claims it once the dead one's hold
+// has passed, and answers it once.
+func TestReplicaDiedAfterAckTheOtherAnswers(t *testing.T) {
+	crashed := make(chan struct{})
+	var once atomic.Bool
+	p := newReplicaPair(t, readThenAnswer, func(name string, c *Config) {
+		if name != "replica-a" {
+			return
+		}
+		c.CrashAt = func(point string) {
+			if point == CrashAfterAck && once.CompareAndSwap(false, true) {
+				close(crashed)
+				runtime.Goexit() // the read loop dies with the event acked and recorded
+			}
+		}
+	})
+	root := p.a.slack.NextTS()
+	env, err := p.a.slack.SendEventTo(p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> who answers?", root, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-crashed
+	if _, err := p.a.slack.WaitAck(p.a.ctx(), env); err != nil {
+		t.Fatalf("the event was not acked: %v", err)
+	}
+	if err := p.a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	p.waitTurns(t, 1)
+	if n := len(answers(p.b.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))); n != 1 {
+		t.Errorf("%d answers, want 1", n)
+	}
+	if n := len(p.b.logLines("answering an event a stopped process received")); n != 1 {
+		t.Errorf("replica b claimed the event %d times, want once", n)
+	}
+	if got := outcomes(p.turnLines()); !slices.Equal(got, []string{"answered"}) {
+		t.Errorf("turn outcomes %v, want one answered", got)
 	}
 }
