@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
@@ -66,6 +67,17 @@ func TestCrashAfterAckAnsweredByNextStart(t *testing.T) {
 	}
 	if n := strings.Count(p.logs.String(), `"outcome":"answered"`); n != 1 {
 		t.Errorf("turns answered = %d, want 1", n)
+	}
+	// The real wiring's log: each key once, durations as durations,
+	// one summary line for the answer.
+	summaries := 0
+	for _, m := range logtest.Lines(t, p.logs.String(), "duration", "queued", "grace", "lease_ttl", "waited", "retry_after", "every") {
+		if m["level"] == "INFO" && (m["msg"] == "turn" || m["msg"] == "turn done") {
+			summaries++
+		}
+	}
+	if summaries != 1 {
+		t.Errorf("%d summary lines for one answer, want 1", summaries)
 	}
 }
 

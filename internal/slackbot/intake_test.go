@@ -2,7 +2,9 @@ package slackbot
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +92,30 @@ func TestAdmitAfterShutdownStillQueuesFollowUp(t *testing.T) {
 				t.Errorf("follow-up %s: run %v, rejected %v; want it to reach the dispatcher (rejected at shutdown, which tells the thread to ask again)", tc.ts, ran, rejected)
 			}
 		})
+	}
+}
+
+// downInbox is a store whose inbox cannot record anything.
+type downInbox struct{ *session.Memory }
+
+func (downInbox) Receive(context.Context, string, []byte, string, time.Duration, time.Duration) (bool, error) {
+	return false, errors.New("the database is not answering")
+}
+
+// An event the store cannot record is still acked (unacked, Slack would
+// redeliver it to the same store), answered from memory, and counted.
+func TestEventAckedAndAnsweredWhenTheStoreCannotRecordIt(t *testing.T) {
+	h := newHarness(t, harnessOpts{cfg: func(c *Config) { c.Store = downInbox{c.Store.(*session.Memory)} }})
+	root := h.slack.NextTS()
+	env := h.slack.SendEvent(slacktest.AppMention("C1", "U1", "<@UBOT> what does this repo do?", root, ""))
+	if _, err := h.slack.WaitAck(h.ctx(), env); err != nil {
+		t.Fatalf("the event was not acked: %v", err)
+	}
+	h.waitReaction("C1", root, reactDone)
+	if m := h.metrics(); !strings.Contains(m, "askrepo_events_unrecorded_total 1") {
+		t.Errorf("metrics lack the unrecorded event:\n%s", grepLines(m, "unrecorded"))
+	}
+	if n := len(h.logLines("record an event before acking it; answering it from memory, a crash before it is handed on loses it")); n != 1 {
+		t.Errorf("logged the failed record %d times, want once", n)
 	}
 }

@@ -1,17 +1,16 @@
 package slackbot
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
+
+// durationKeys are the keys the bot and the packages it drives log
+// durations under.
+var durationKeys = []string{"duration", "queued", "grace", "lease_ttl", "waited", "retry_after"}
 
 // The log of a turn, as an operator reads it: every line has each key
 // once, durations read as durations, nothing empty stands for nothing,
@@ -28,32 +27,10 @@ func TestTurnLogReadsOnce(t *testing.T) {
 	}
 
 	var summaries []map[string]any
-	durations := map[string]bool{"duration": true, "queued": true, "grace": true, "lease_ttl": true, "waited": true, "retry_after": true}
 	sawGrace, sawPoster := false, false
-	sc := bufio.NewScanner(strings.NewReader(h.logs.String()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if dup := duplicateKeys(line); len(dup) > 0 {
-			t.Errorf("keys %v appear twice in %s", dup, line)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatalf("log line is not JSON: %s", line)
-		}
-		for k, v := range m {
-			if v == "" {
-				t.Errorf("empty %q in %s", k, line)
-			}
-			if !durations[k] {
-				continue
-			}
-			s, ok := v.(string)
-			if _, err := time.ParseDuration(s); !ok || err != nil {
-				t.Errorf("%s = %v, want a Go duration string, in %s", k, v, line)
-			}
-			sawGrace = sawGrace || k == "grace"
-		}
+	for _, m := range logtest.Lines(t, h.logs.String(), durationKeys...) {
+		_, grace := m["grace"]
+		sawGrace = sawGrace || grace
 		sawPoster = sawPoster || m["component"] == "slack_poster"
 		if m["level"] == "INFO" && (m["msg"] == "turn" || m["msg"] == "turn done") {
 			summaries = append(summaries, m)
@@ -79,51 +56,4 @@ func TestTurnLogReadsOnce(t *testing.T) {
 	if _, ok := summaries[0]["ref"]; ok {
 		t.Errorf("summary of an answered turn carries a ref: %v", summaries[0])
 	}
-}
-
-// duplicateKeys returns the keys that appear more than once in one object
-// of a JSON line, at any depth: encoding/json keeps the last silently.
-func duplicateKeys(line []byte) []string {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var dups []string
-	var walk func() error
-	walk = func() error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key, _ := k.(string)
-				if seen[key] {
-					dups = append(dups, key)
-				}
-				seen[key] = true
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		case json.Delim('['):
-			for dec.More() {
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		}
-		return nil
-	}
-	if err := walk(); err != nil && !errors.Is(err, io.EOF) {
-		return []string{"<not JSON: " + err.Error() + ">"}
-	}
-	return dups
 }

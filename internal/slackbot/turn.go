@@ -166,7 +166,10 @@ func (b *Bot) runTurn(j *job) {
 	defer co.release()
 	var answer string
 	if err == nil {
-		log = log.With("repo", co.repo, "commit", co.commit)
+		log = log.With("repo", co.repo)
+		if co.commit != "" { // a checkout that is not a git one has none
+			log = log.With("commit", co.commit)
+		}
 		prog.link = co.link
 		if j.recovered != nil {
 			answer, err = b.resume(ctx, j, co, prog)
