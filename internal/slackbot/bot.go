@@ -116,7 +116,8 @@ type Config struct {
 	// died are resumed by another. Replica names this process in the
 	// leases (default DefaultReplicaID). Unset, one process answers
 	// alone: its threads are ordered in memory, and a start recovers the
-	// turns the last run cut off.
+	// turns the last run cut off and answers the questions it acked but
+	// did not start.
 	Shared   Shared
 	Replica  string
 	LeaseTTL time.Duration
@@ -401,7 +402,12 @@ func New(cfg Config) (*Bot, error) {
 // reading events (unacked ones are redelivered by Slack to whoever connects
 // next), lets running turns finish within DrainTimeout, cuts the rest and
 // marks them interrupted for the next start, tells queued questions that
-// they were not answered, and returns nil.
+// the next start answers them (they stay in the store's inbox), and
+// returns nil.
+//
+// Every event is recorded in the store before it is acked (see receive),
+// so a process killed at any point leaves nothing acked only in memory,
+// unless the store failed to record it (counted as unrecorded).
 // It returns an error at once for tokens Slack refuses, and later if the
 // connection fails for good.
 func (b *Bot) Run(ctx context.Context) error {

@@ -343,8 +343,9 @@ const admitTimeout = 5 * time.Second
 // Its store calls do not follow ctx's cancellation: at shutdown the intake
 // still admits what Slack already delivered (and was acked), so a
 // follow-up is found to belong to its thread and reaches the queue, which
-// tells the thread to ask again or, with replicas, keeps it in the store
-// for another replica. admitTimeout bounds each event instead.
+// tells the thread it will be answered after the restart (the inbox keeps
+// it for the next start) or, with replicas, keeps it in the store for
+// another replica. admitTimeout bounds each event instead.
 //
 // The event's inbox record is marked handled once it is handed on: to the
 // store's thread queue (replicas), or to a started turn (one process; see
