@@ -407,3 +407,39 @@ func TestReplicaKilledAfterAckIsAnsweredByTheOther(t *testing.T) {
 		t.Errorf("model requests = %d, want 2", n)
 	}
 }
+
+// A replica killed between two parts of a long answer: the other replica
+// claims the thread once the lease expired and posts the parts not yet
+// posted, once each.
+func TestReplicaKilledBetweenPartsTheOtherPostsTheRest(t *testing.T) {
+	w := newReplicaWorld(t)
+	w.model.setScript(longAnswer)
+	env := w.env
+	w.env = append(slices.Clip(env), "ASKREPO_TEST_CRASH_AT=between-parts")
+	a, connA := w.startReplica()
+	w.env = env
+	b, _ := w.startReplica()
+
+	root := w.slack.NextTS()
+	w.sendTo(connA, slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, ""))
+	if code := a.waitExit(t); code != -int(syscall.SIGKILL) {
+		t.Fatalf("exit code = %d, want SIGKILL at the crash point\n%s", code, a.logs.String())
+	}
+	w.waitAnswers(root, 3)
+	w.waitLog(b, `"outcome":"answered"`)
+	if code := b.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit code after SIGTERM = %d, want 0", code)
+	}
+	parts := w.answers(root)
+	if len(parts) != 3 {
+		t.Fatalf("answer messages = %d, want 3", len(parts))
+	}
+	for i, word := range []string{"alpha", "bravo", "charlie"} {
+		if !strings.Contains(parts[i].AllText(), word) {
+			t.Errorf("message %d does not carry part %q", i, word)
+		}
+	}
+	if n := len(w.model.requests()); n != 2 {
+		t.Errorf("model requests = %d, want 2 (the answer is in the store)", n)
+	}
+}
