@@ -3,11 +3,14 @@
 // thread is one session), shows each tool call as a context line in the
 // thread, and posts the answer.
 //
-// The flow of one message is: the read loop acks the envelope at once and
-// hands it to the intake; the intake filters it (pure functions in
-// filter.go), dedupes it through the session store, checks the allow-lists,
-// and queues it on its thread; a thread's turns run one at a time in arrival
-// order, and at most Config.MaxConcurrent turns run at once.
+// The flow of one message is: the read loop filters it (pure functions in
+// filter.go), records it in the session store's inbox, which dedupes it,
+// acks the envelope and hands the message to the intake; the intake checks
+// the allow-lists and queues it on its thread, and the inbox record is
+// marked handled once its turn is stored. A thread's turns run one at a
+// time in arrival order, and at most Config.MaxConcurrent turns run at
+// once. A message acked by a process that died before its turn was stored
+// is still in the inbox, for the next start or another replica.
 //
 // With Config.Repos, each thread is bound to one repository (the channel's
 // default, or the one its first question names with "in NAME:"), and each
