@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"syscall"
@@ -136,5 +137,29 @@ func TestCrashBetweenPartsPostsTheRest(t *testing.T) {
 	}
 	if n := len(w.model.requests()); n != 2 {
 		t.Errorf("model requests = %d, want 2 (the answer is in the store)", n)
+	}
+}
+
+// serve against a Slack API that is not there says so, and does not send
+// the operator after a token that was never checked.
+func TestServeSaysSlackCannotBeReached(t *testing.T) {
+	env := map[string]string{
+		"REPO_PATH":       testRepo(t),
+		"BOT_DATA_DIR":    t.TempDir(),
+		"BOT_HTTP_ADDR":   "",
+		"SLACK_BOT_TOKEN": slacktest.DefaultBotToken,
+		"SLACK_APP_TOKEN": slacktest.DefaultAppToken,
+		"SLACK_API_URL":   "http://127.0.0.1:1/api/",
+	}
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"serve"}, envMap(env), strings.NewReader(""), &out, &errOut)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if !strings.Contains(err.Error(), "could not reach the Slack API at http://127.0.0.1:1/api/") || strings.Contains(err.Error(), "OAuth") {
+		t.Errorf("error = %v; want that the Slack API could not be reached, and no word about the token", err)
+	}
+	if strings.Contains(errOut.String(), "serving Slack") {
+		t.Errorf("logged serving Slack although Slack was never reached:\n%s", errOut.String())
 	}
 }
