@@ -35,7 +35,12 @@ func TestClassifyGlob(t *testing.T) {
 		{"credentials*.json", denyAffix, "credentials", ".json"},
 		{"config/*.pem", denyAffix, "config/", ".pem"},
 		{"*", denyAffix, "", ""},
-		{"**/x", denyGlob, "", ""},
+		{"**/x", denyTail, "", "x"},
+		{"**/.kube/config", denyTail, "", ".kube/config"},
+		{"**/x*", denyGlob, "", ""},
+		{"**/**/x", denyGlob, "", ""},
+		{"a/**/x", denyGlob, "", ""},
+		{"**//x", denyGlob, "", ""},
 		{"a*b*c", denyGlob, "", ""},
 		{"id_?sa", denyGlob, "", ""},
 		{"[ab].key", denyGlob, "", ""},
@@ -71,7 +76,7 @@ func checkDenyMatch(t *testing.T, glob, s string) {
 // random names built from pieces of the patterns, slashes, dots, non-ASCII
 // and invalid UTF-8, every pattern answers exactly as doublestar.
 func TestDenyMatchesLikeDoublestar(t *testing.T) {
-	globs := append([]string{"config/*.pem", "*", "a*", "*a", "a*a", "aa", "a/*", "*/a", "é*", "*\xff"}, DefaultDeny...)
+	globs := append([]string{"config/*.pem", "*", "a*", "*a", "a*a", "aa", "a/*", "*/a", "é*", "*\xff", "**/a", "**/a/b", "**/.env", "**/é"}, DefaultDeny...)
 	pieces := []string{"a", "b", "/", ".", "env", ".env", "pem", "id_rsa", "credentials", ".json", "config", "é", "\xff", "\xc3", "*", ""}
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 5000 {
@@ -90,6 +95,7 @@ func FuzzDenyMatchesLikeDoublestar(f *testing.F) {
 	f.Add("config/*.pem", "config/x/y.pem")
 	f.Add(".env.*", ".env.")
 	f.Add("*é", "\xc3é")
+	f.Add("**/.kube/config", "a/.kube/config")
 	f.Fuzz(func(t *testing.T, glob, s string) {
 		checkDenyMatch(t, glob, s)
 	})
@@ -158,10 +164,11 @@ func BenchmarkDenied(b *testing.B) {
 func TestDenyIndexAgreesWithList(t *testing.T) {
 	pool := append([]string{
 		"config/*.pem", "!config/dev.pem", "secrets/", "!keep*", "*", "a*", "*a", "[ab]*.key", "{x,y}",
-		"**/deep/*.txt", "/rooted", "d/", "!*.env", "é*", "*é", "a/b",
+		"**/deep/*.txt", "/rooted", "d/", "!*.env", "é*", "*é", "a/b", "Keep*", "*.Pem", "**/.kube/config", "kelvin*",
 	}, DefaultDeny...)
 	pieces := []string{"a", "b", "x", "/", ".", ".env", ".pem", ".key", "config", "secrets", "deep", "keep", "dev",
-		"rooted", "id_rsa", ".txt", "é", "\xff", "d", ".git", "credentials", ".json"}
+		"rooted", "id_rsa", ".txt", "é", "\xff", "d", ".git", "credentials", ".json",
+		"A", "D", ".ENV", ".PEM", "Config", "É", "\u212A", ".kube", "CONFIG", ".Docker", "config.json"}
 	r := rand.New(rand.NewPCG(5, 6))
 	for range 300 {
 		var patterns []string

@@ -358,8 +358,21 @@ func literalPathspec(rel string) string { return ":(literal)" + rel }
 // otherwise reveal content (a pickaxe hit in .env tells what .env held).
 // Re-allowing patterns are left out: excluding too much is the safe side.
 // Patterns git's glob cannot express ({a,b}) are left out here and caught
-// by filtering the names git reports.
+// by filtering the names git reports. icase matches as the deny-list does,
+// though git folds ASCII letters only; names that differ from a pattern
+// in other letters are caught by the same filtering.
 func denyExcludes(d denyList) []string {
+	var out []string
+	for _, g := range denyGlobs(d) {
+		out = append(out, ":(exclude,icase,glob)"+g, ":(exclude,icase,glob)"+g+"/**")
+	}
+	return out
+}
+
+// denyGlobs renders the deny-list's patterns as globs over whole paths
+// from the top of the checkout, in git's pathspec syntax, leaving out
+// re-allowing ones and those git cannot express ({a,b}).
+func denyGlobs(d denyList) []string {
 	var out []string
 	for _, p := range d {
 		if p.negate || strings.ContainsAny(p.glob, "{}") {
@@ -369,7 +382,7 @@ func denyExcludes(d denyList) []string {
 		if !p.anchored {
 			g = "**/" + g
 		}
-		out = append(out, ":(exclude,glob)"+g, ":(exclude,glob)"+g+"/**")
+		out = append(out, g)
 	}
 	return out
 }

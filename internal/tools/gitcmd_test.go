@@ -540,7 +540,7 @@ func TestDenyExcludes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(denyExcludes(d), " ")
-	want := ":(exclude,glob)**/.env :(exclude,glob)**/.env/** :(exclude,glob)**/secrets :(exclude,glob)**/secrets/** :(exclude,glob)config/*.pem :(exclude,glob)config/*.pem/**"
+	want := ":(exclude,icase,glob)**/.env :(exclude,icase,glob)**/.env/** :(exclude,icase,glob)**/secrets :(exclude,icase,glob)**/secrets/** :(exclude,icase,glob)config/*.pem :(exclude,icase,glob)config/*.pem/**"
 	if got != want {
 		t.Errorf("denyExcludes =\n%s\nwant\n%s", got, want)
 	}
