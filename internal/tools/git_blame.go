@@ -115,7 +115,13 @@ func (g *GitBlame) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	total, err := g.countLines(ctx, sha, rel, ref)
+	// A public path whose blob was ever at a denied path is that secret
+	// under another name.
+	secrets, err := g.git.secretsAt(ctx, sha)
+	if err != nil {
+		return "", err
+	}
+	total, err := g.countLines(ctx, sha, rel, ref, args.Path, secrets)
 	if err != nil {
 		return "", err
 	}
@@ -184,10 +190,12 @@ func clipRunes(s string, n int) string {
 // countLines reads the file's blob at sha and counts its lines, the way
 // read_file counts them, so a range past the end gets an answer with the
 // real length rather than git's bare refusal. cat-file takes the object
-// name on stdin, where it cannot be an option, and runs no filter.
-func (g *GitBlame) countLines(ctx context.Context, sha, rel, ref string) (int, error) {
+// name on stdin, where it cannot be an option, and runs no filter. A blob
+// in secrets is refused as a denied file is (asked is the path as given),
+// before anything about it is told.
+func (g *GitBlame) countLines(ctx context.Context, sha, rel, ref, asked string, secrets *secretBlobs) (int, error) {
 	var total int
-	var kind string
+	var kind, id string
 	binary := false
 	err := g.git.run(ctx, gitRun{
 		args:  []string{"cat-file", "--batch"},
@@ -208,7 +216,7 @@ func (g *GitBlame) countLines(ctx context.Context, sha, rel, ref string) (int, e
 			if len(fields) != 3 {
 				return fmt.Errorf("git cat-file: unexpected header %q", header)
 			}
-			kind = fields[1]
+			id, kind = fields[0], fields[1]
 			size, err := strconv.ParseInt(fields[2], 10, 64)
 			if err != nil || kind != "blob" {
 				return errStopReading
@@ -223,6 +231,9 @@ func (g *GitBlame) countLines(ctx context.Context, sha, rel, ref string) (int, e
 	})
 	if err != nil {
 		return 0, err
+	}
+	if kind == "blob" && secrets.has(id) {
+		return 0, deniedError(asked)
 	}
 	switch kind {
 	case "blob":

@@ -129,14 +129,16 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 		argv = append(argv, "--since="+strings.TrimSpace(args.Since))
 	}
 	if args.Pickaxe != "" {
-		// With -S, --name-status names just the files where the string
-		// changed, with both paths of a rename: a renamed file's count is
-		// compared with its old path's, so a rename from a secret file is
-		// a hit on the secret. The deny-list filter below needs both.
-		// Names stay relative to the top of the repository: --follow
-		// crosses out of a checkout below the top, and --relative would
-		// then cut the outside path into a meaningless one.
-		argv = append(argv, "-S"+args.Pickaxe, "--name-status")
+		// With -S, --raw names just the files where the string changed,
+		// with both paths of a rename and the blobs of both sides: a
+		// renamed file's count is compared with its old path's, so a
+		// rename from a secret file is a hit on the secret, and so is a
+		// hit in a secret's content under a public name. The deny-list
+		// filter below needs all of it. Names stay relative to the top of
+		// the repository: --follow crosses out of a checkout below the
+		// top, and --relative would then cut the outside path into a
+		// meaningless one.
+		argv = append(argv, "-S"+args.Pickaxe, "--raw")
 	}
 	if follow {
 		argv = append(argv, "--follow")
@@ -154,13 +156,19 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 		}
 		argv = append(argv, denyExcludes(l.git.ws.deny)...)
 	}
+	var secrets *secretBlobs
+	if args.Pickaxe != "" {
+		if secrets, err = l.git.secrets(ctx); err != nil {
+			return "", err
+		}
+	}
 	out, truncated, err := l.git.output(ctx, logOutputLimit, argv...)
 	if err != nil {
 		return "", err
 	}
 	commits := parseLog(out, truncated)
 	if args.Pickaxe != "" {
-		commits = l.dropDenied(commits, prefix)
+		commits = l.dropDenied(commits, prefix, secrets)
 	}
 	return renderLog(args, rel, follow, limit, commits, OutputBudget(ctx)), nil
 }
@@ -221,9 +229,10 @@ func parseLog(out []byte, truncated bool) []logCommit {
 // allows no other pathspec (and crosses out of a checkout below the top of
 // its repository, prefix) or a deny pattern has no pathspec form. A hit in
 // a file renamed from or to such a file is a hit in it: git counted the
-// string on both sides. These commits are dropped without a word: a note
-// would itself say where the string was.
-func (l *GitLog) dropDenied(commits []logCommit, prefix string) []logCommit {
+// string on both sides. A hit in a file whose old or new content is a
+// secret blob is a hit in the secret. These commits are dropped without a
+// word: a note would itself say where the string was.
+func (l *GitLog) dropDenied(commits []logCommit, prefix string, secrets *secretBlobs) []logCommit {
 	shown := func(name string) bool {
 		rel, ok := strings.CutPrefix(name, prefix)
 		return ok && !l.git.ws.Denied(rel)
@@ -232,7 +241,7 @@ func (l *GitLog) dropDenied(commits []logCommit, prefix string) []logCommit {
 	for _, c := range commits {
 		visible := len(c.files) == 0
 		for _, f := range c.files {
-			if shown(f.to) && (!f.paired() || shown(f.from)) {
+			if shown(f.to) && (!f.paired() || shown(f.from)) && !f.secret(secrets) {
 				visible = true
 				break
 			}

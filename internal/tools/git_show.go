@@ -112,7 +112,13 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 		return "", err
 	}
 
-	rename, err := s.renameFlag(ctx, sha)
+	// Every blob that was ever at a denied path, under any name; the
+	// commit's own history counts too when no ref reaches it.
+	secrets, err := s.git.secretsAt(ctx, sha)
+	if err != nil {
+		return "", err
+	}
+	rename, err := s.renameFlag(ctx, sha, secrets)
 	if err != nil {
 		return "", err
 	}
@@ -154,7 +160,7 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 		b.WriteString("\n[pass path (a file from the list above) to see its diff in this commit]\n")
 		return b.String(), nil
 	}
-	if err := s.diff(ctx, &b, sha, rel, rename, budget); err != nil {
+	if err := s.diff(ctx, &b, sha, rel, rename, secrets, budget); err != nil {
 		return b.String(), err
 	}
 	return b.String(), nil
@@ -168,13 +174,13 @@ const (
 
 // renameFlag decides whether the commit's diffs pair renamed files. A
 // rename or copy is diffed against its old path's content, so a pair with
-// a secret file on either side would print the secret's lines in the
-// patch, and its line counts in the diffstat; such a commit is diffed
-// without renames, each path against its own history. Other commits keep
-// the readable rename. A file list too long to read whole is taken to
-// hold such a pair.
-func (s *GitShow) renameFlag(ctx context.Context, sha string) (string, error) {
-	argv := append([]string{"show", "--format=", "--name-status", "-z"}, diffFlags(findRenames)...)
+// a secret file, or a secret's content, on either side would print the
+// secret's lines in the patch, and its line counts in the diffstat; such a
+// commit is diffed without renames, each path against its own history.
+// Other commits keep the readable rename. A file list too long to read
+// whole is taken to hold such a pair.
+func (s *GitShow) renameFlag(ctx context.Context, sha string, secrets *secretBlobs) (string, error) {
+	argv := append([]string{"show", "--format=", "--raw", "-z"}, diffFlags(findRenames)...)
 	argv = append(argv, "--end-of-options", sha, "--")
 	out, truncated, err := s.git.output(ctx, 1<<20, argv...)
 	if err != nil {
@@ -184,7 +190,7 @@ func (s *GitShow) renameFlag(ctx context.Context, sha string) (string, error) {
 		return noRenames, nil
 	}
 	for _, e := range parseNameStatus(out) {
-		if e.paired() && e.anyDenied(s.git.ws) {
+		if e.paired() && (e.anyDenied(s.git.ws) || e.secret(secrets)) {
 			return noRenames, nil
 		}
 	}
@@ -209,11 +215,13 @@ func parseNameStatus(out []byte) []diffEntry {
 
 // diff appends the diff of rel in commit sha. A secret file is never
 // diffed, also when rel is a directory that holds one or when a file was
-// renamed from or to one: the commit's files under rel are listed first,
-// both paths of each rename, and when a secret one is among them the
-// diff names the others one by one, so git never reads a secret's blob.
-func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename string, budget int) error {
-	argv := append([]string{"show", "--format=", "--name-status", "-z"}, diffFlags(rename)...)
+// renamed from or to one, and neither is a file whose old or new content
+// is a secret blob: the commit's files under rel are listed first with
+// their blobs, both paths of each rename, and when a secret one is among
+// them the diff names the others one by one, so git never reads a
+// secret's blob.
+func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename string, secrets *secretBlobs, budget int) error {
+	argv := append([]string{"show", "--format=", "--raw", "-z"}, diffFlags(rename)...)
 	argv = append(argv, "--end-of-options", sha, "--", literalPathspec(rel))
 	names, truncated, err := s.git.output(ctx, 1<<20, argv...)
 	if err != nil {
@@ -224,17 +232,30 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 		// The last entry's path may be cut.
 		entries = entries[:len(entries)-1]
 	}
-	var files, hidden, notes []string
+	var files, hidden, notes, held []string
+	// hidden are denied paths; held are public paths whose content, on
+	// one side of the diff, is a secret blob.
+	hide := func(name string) {
+		if s.git.ws.Denied(name) {
+			hidden = append(hidden, name)
+		} else {
+			held = append(held, name)
+		}
+	}
 	for _, e := range entries {
 		if !e.paired() {
-			if s.git.ws.Denied(e.to) {
+			switch {
+			case s.git.ws.Denied(e.to):
 				hidden = append(hidden, e.to)
-			} else {
+			case e.secret(secrets):
+				held = append(held, e.to)
+			default:
 				files = append(files, e.to)
 			}
 			continue
 		}
-		fromDenied, toDenied := s.git.ws.Denied(e.from), s.git.ws.Denied(e.to)
+		fromDenied := s.git.ws.Denied(e.from) || secrets.hasPrefix(e.oldBlob)
+		toDenied := s.git.ws.Denied(e.to) || secrets.hasPrefix(e.newBlob)
 		verb := "renamed"
 		if e.status == 'C' {
 			verb = "copied"
@@ -243,15 +264,16 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 		case !fromDenied && !toDenied:
 			files = append(files, e.from, e.to)
 		case fromDenied && toDenied:
-			hidden = append(hidden, e.from, e.to)
+			hide(e.from)
+			hide(e.to)
 		case fromDenied:
 			// Named alone, the new path is diffed as a new file: its
 			// own content, nothing of the secret it came from.
-			hidden = append(hidden, e.from)
+			hide(e.from)
 			files = append(files, e.to)
 			notes = append(notes, fmt.Sprintf("%s was %s from %s, a secret file: shown as a new file", e.to, verb, e.from))
 		default:
-			hidden = append(hidden, e.to)
+			hide(e.to)
 			if e.status == 'R' {
 				files = append(files, e.from)
 				notes = append(notes, fmt.Sprintf("%s was renamed to %s, a secret file: shown as a deletion", e.from, e.to))
@@ -259,13 +281,16 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 		}
 	}
 	short := sha[:8]
-	if len(files) == 0 && len(hidden) == 0 {
+	if len(files) == 0 && len(hidden) == 0 && len(held) == 0 {
 		fmt.Fprintf(b, "\n[%s is not changed in commit %s; pass a path from the list above]\n", rel, short)
 		return nil
 	}
 	b.WriteString("\n")
 	if len(hidden) > 0 {
 		fmt.Fprintf(b, "[not shown, on the deny-list of secret files: %s]\n", strings.Join(hidden, ", "))
+	}
+	if len(held) > 0 {
+		fmt.Fprintf(b, "[not shown, their content was once in a secret file: %s]\n", strings.Join(held, ", "))
 	}
 	for _, n := range notes {
 		fmt.Fprintf(b, "[%s]\n", n)
@@ -274,7 +299,7 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 		return nil
 	}
 	specs := []string{literalPathspec(rel)}
-	if len(hidden) > 0 || truncated {
+	if len(hidden) > 0 || len(held) > 0 || truncated {
 		specs = specs[:0]
 		for _, f := range files[:min(len(files), maxDiffFiles)] {
 			specs = append(specs, literalPathspec(f))

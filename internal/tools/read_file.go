@@ -90,6 +90,9 @@ func (r *readFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 		return "", err
 	}
 	defer f.Close()
+	if err := r.ws.refuseSecret(ctx, args.Path, f, fi.Size()); err != nil {
+		return "", err
+	}
 	rel, _ := r.ws.Rel(args.Path)
 	if fi.Size() == 0 {
 		return fmt.Sprintf("%s is empty (0 bytes).", rel), nil

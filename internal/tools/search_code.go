@@ -175,8 +175,13 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 		return "", err
 	}
 	files := filterInclude(scope.files, args.Include)
+	secrets, err := s.ws.secretSet(ctx)
+	if err != nil {
+		return "", err
+	}
 	readers, closeRoot := s.readers()
 	defer closeRoot()
+	readers = withSecretFilter(readers, secrets)
 	job := searchJob{
 		files:        files,
 		reader:       readers,

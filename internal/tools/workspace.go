@@ -66,6 +66,10 @@ type Workspace struct {
 	lock  chan struct{}
 	files *filesCache
 	git   gitState
+
+	// secrets caches the blobs that were ever at a denied path; it has
+	// its own lock, held while git builds the set.
+	secrets secretCache
 }
 
 // NewWorkspace opens dir (which must exist and be a directory) as the root
