@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,52 +149,70 @@ func (s *secretBlobs) sort() {
 	slices.Sort(s.sorted)
 }
 
-// secretCache keeps a workspace's set while its refs stay where they were.
+// secretCache is a workspace's handle on its repository's secretIndex,
+// found once.
 type secretCache struct {
-	mu  sync.Mutex // held while building, so concurrent calls build once
-	key string
-	set *secretBlobs
+	mu  sync.Mutex
+	idx *secretIndex
 }
 
+// secretIndex is the set of secret blobs of one repository (its common git
+// directory, shared by all its worktrees) under one deny-list, and the
+// commits whose whole history it covers. It only grows: a commit a ref
+// moved away from keeps its secrets secret. It is safe for concurrent use.
+type secretIndex struct {
+	mu      sync.Mutex // held while git extends the set, so it runs once
+	covered map[string]struct{}
+	set     *secretBlobs
+}
+
+// maxCovered bounds the commits an index remembers covering; past it, it
+// keeps only the latest ones. Forgetting costs time (git walks that
+// history again next time), never a secret: the set keeps every id.
+const maxCovered = 1000
+
+// secretIndexes holds the index of every repository this process has
+// read, so the worktree a sync adds for each new commit extends the set
+// with the new commits instead of walking the whole history again.
+var secretIndexes = struct {
+	sync.Mutex
+	m map[string]*secretIndex
+}{m: map[string]*secretIndex{}}
+
 // secrets returns the secret blobs of every commit the repository's refs
-// and reflogs reach, built once per state of the refs. Outside a git
-// repository, or without git, there is no history and the set is empty.
-// Any other failure, a timeout included, wraps ErrSecretsUnknown.
+// and reflogs reach. Outside a git repository, or without git, there is no
+// history and the set is empty. Any other failure, a timeout included,
+// wraps ErrSecretsUnknown.
 func (g *gitCLI) secrets(ctx context.Context) (*secretBlobs, error) {
-	c := &g.ws.secrets
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key, err := g.refsKey(ctx)
+	return g.secretsOf(ctx, "")
+}
+
+// secretsAt is secrets with the history of commit sha too, which no ref
+// may reach (a rewritten history, an object fetched but never merged).
+func (g *gitCLI) secretsAt(ctx context.Context, sha string) (*secretBlobs, error) {
+	return g.secretsOf(ctx, sha)
+}
+
+func (g *gitCLI) secretsOf(ctx context.Context, sha string) (*secretBlobs, error) {
+	tips, err := g.refTips(ctx)
 	switch {
 	case errors.Is(err, ErrNotGitRepo), errors.Is(err, exec.ErrNotFound):
 		return nil, nil
 	case err != nil:
 		return nil, secretsError(err)
 	}
-	if c.set != nil && c.key == key {
-		return c.set, nil
+	if sha != "" {
+		tips = append(tips, sha)
 	}
-	set, err := g.collectSecrets(ctx, []string{"--all", "--reflog"})
+	idx, err := g.secretIndex(ctx)
 	if err != nil {
 		return nil, secretsError(err)
 	}
-	c.key, c.set = key, set
+	set, err := idx.cover(ctx, g, tips)
+	if err != nil {
+		return nil, secretsError(err)
+	}
 	return set, nil
-}
-
-// secretsAt returns the secret blobs for showing commit sha: those of
-// secrets, and those of its own history where refs do not reach it (a
-// commit only a dangling object or an old pack still holds).
-func (g *gitCLI) secretsAt(ctx context.Context, sha string) (*secretBlobs, error) {
-	set, err := g.secrets(ctx)
-	if err != nil {
-		return nil, err
-	}
-	extra, err := g.collectSecrets(ctx, []string{sha, "--not", "--all", "--reflog"})
-	if err != nil {
-		return nil, secretsError(err)
-	}
-	return set.merge(extra), nil
 }
 
 // secretsError wraps a failure to build the set in ErrSecretsUnknown. A
@@ -206,19 +225,94 @@ func secretsError(err error) error {
 	return fmt.Errorf("%w: %w", ErrSecretsUnknown, err)
 }
 
-// refsKey names the state of HEAD and every ref. No refs at all (a
-// repository without commits) is a state too.
-func (g *gitCLI) refsKey(ctx context.Context) (string, error) {
+// refTips returns the commits HEAD and every ref point at. A repository
+// without commits has none.
+func (g *gitCLI) refTips(ctx context.Context) ([]string, error) {
 	out, _, err := g.output(ctx, 64<<20, "show-ref", "--head")
 	var ge *gitExitError
 	if errors.As(err, &ge) && ge.stderr == "" {
-		return "", nil // exit 1, nothing to show
+		return nil, nil // exit 1: no refs at all
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	h := sha256.Sum256(out)
-	return string(h[:]), nil
+	var tips []string
+	for line := range strings.Lines(string(out)) {
+		if id, _, ok := strings.Cut(line, " "); ok && id != "" {
+			tips = append(tips, id)
+		}
+	}
+	return tips, nil
+}
+
+// secretIndex finds the index of the workspace's repository.
+func (g *gitCLI) secretIndex(ctx context.Context) (*secretIndex, error) {
+	c := &g.ws.secrets
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idx != nil {
+		return c.idx, nil
+	}
+	out, _, err := g.output(ctx, 64<<10, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return nil, err
+	}
+	// Relative to the checkout unless git says otherwise (git before 2.31
+	// has no --path-format).
+	common := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(g.ws.Dir(), common)
+	}
+	var key strings.Builder
+	key.WriteString(filepath.Clean(common))
+	for _, p := range g.ws.deny {
+		fmt.Fprintf(&key, "\x00%t %t %s", p.negate, p.anchored, p.glob)
+	}
+	secretIndexes.Lock()
+	defer secretIndexes.Unlock()
+	idx := secretIndexes.m[key.String()]
+	if idx == nil {
+		idx = &secretIndex{covered: map[string]struct{}{}}
+		secretIndexes.m[key.String()] = idx
+	}
+	c.idx = idx
+	return idx, nil
+}
+
+// cover extends the index to the history of tips and returns the set. git
+// walks only the commits the index does not cover yet, and the reflogs.
+func (x *secretIndex) cover(ctx context.Context, g *gitCLI, tips []string) (*secretBlobs, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var fresh []string
+	for _, t := range tips {
+		if _, ok := x.covered[t]; !ok {
+			fresh = append(fresh, t)
+		}
+	}
+	if len(fresh) == 0 {
+		return x.set, nil
+	}
+	var in strings.Builder
+	for _, t := range fresh {
+		in.WriteString(t + "\n")
+	}
+	for t := range x.covered {
+		in.WriteString("^" + t + "\n")
+	}
+	extra, err := g.collectSecrets(ctx, []string{"--reflog", "--stdin"}, in.String())
+	if err != nil {
+		return nil, err
+	}
+	x.set = x.set.merge(extra)
+	if len(x.covered)+len(fresh) > maxCovered {
+		clear(x.covered)
+		fresh = tips
+	}
+	for _, t := range fresh {
+		x.covered[t] = struct{}{}
+	}
+	return x.set, nil
 }
 
 // collectSecrets lists every blob at a denied path in the commits revs
@@ -231,7 +325,7 @@ func (g *gitCLI) refsKey(ctx context.Context) (string, error) {
 // git with the deny patterns as pathspecs (globs under "**/", icase) made
 // it match each of them against every entry of every changed tree, 25
 // times slower on a 3000-commit history (2.6 s against 0.1 s).
-func (g *gitCLI) collectSecrets(ctx context.Context, revs []string) (*secretBlobs, error) {
+func (g *gitCLI) collectSecrets(ctx context.Context, revs []string, stdin string) (*secretBlobs, error) {
 	set := &secretBlobs{ids: map[string]struct{}{}, sizes: map[int64]struct{}{}}
 	if !slices.ContainsFunc(g.ws.deny, func(p denyPattern) bool { return !p.negate }) {
 		return set, nil // nothing is denied
@@ -246,7 +340,7 @@ func (g *gitCLI) collectSecrets(ctx context.Context, revs []string) (*secretBlob
 	argv = append(argv, "--")
 	argv = append(argv, ":(top)")
 	deny := newDenyIndex(g.ws.deny)
-	err = g.run(ctx, gitRun{args: argv, read: func(r io.Reader) error {
+	err = g.run(ctx, gitRun{args: argv, stdin: stdin, read: func(r io.Reader) error {
 		br := bufio.NewReaderSize(r, 64<<10)
 		var meta string
 		for {

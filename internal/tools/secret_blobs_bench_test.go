@@ -61,7 +61,7 @@ func BenchmarkSecretBlobs(b *testing.B) {
 	ws := wsNew(b, dir, WorkspaceOptions{})
 	g := newGitCLI(ws, GitOptions{})
 	for b.Loop() {
-		set, err := g.collectSecrets(b.Context(), []string{"--all", "--reflog"})
+		set, err := g.collectSecrets(b.Context(), []string{"--all", "--reflog"}, "")
 		if err != nil {
 			b.Fatal(err)
 		}

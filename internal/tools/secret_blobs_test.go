@@ -308,3 +308,60 @@ func TestSecretBlobsOutsideGit(t *testing.T) {
 		t.Errorf("secrets outside git = %v, %v; want an empty set", set, err)
 	}
 }
+
+// TestSecretBlobsAcrossWorktrees: each synced commit gets a worktree and a
+// workspace of its own; the set they share grows with the new commits.
+func TestSecretBlobsAcrossWorktrees(t *testing.T) {
+	repo := secretHistoryFixture(t)
+	first := wsNew(t, repo.dir, WorkspaceOptions{})
+	if _, err := runGitTool(t, NewReadFile(first), map[string]any{"path": "notes.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	histCommits(t, repo.dir, []histCommit{
+		{who: alice, date: "2024-02-01T10:00:00+00:00", msg: "Add kubeconfig", write: map[string]string{"ops/prod.kubeconfig": "token: worktree-secret\n"}},
+		{who: alice, date: "2024-02-02T10:00:00+00:00", msg: "Hide kubeconfig", rename: [2]string{"ops/prod.kubeconfig", "ops/cluster.txt"}},
+	})
+	tree := filepath.Join(t.TempDir(), "tree")
+	histGit(t, repo.dir, nil, "worktree", "add", "-q", "--detach", tree, "HEAD")
+	ws := wsNew(t, tree, WorkspaceOptions{})
+	for _, c := range []struct {
+		tool Tool
+		args map[string]any
+	}{
+		{NewReadFile(ws), map[string]any{"path": "ops/cluster.txt"}},
+		{NewGitBlame(ws, GitOptions{}), map[string]any{"path": "ops/cluster.txt"}},
+	} {
+		got, err := runGitTool(t, c.tool, c.args)
+		if !errors.Is(err, ErrDenied) {
+			t.Errorf("%s %v: %v, want ErrDenied; output:\n%s", c.tool.Definition().Name, c.args, err, got)
+		}
+	}
+}
+
+// TestSecretBlobsSubdirectoryCheckout: a checkout below the top of its
+// repository refuses secrets renamed inside it, and secrets from outside
+// it renamed in.
+func TestSecretBlobsSubdirectoryCheckout(t *testing.T) {
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add secrets", write: map[string]string{
+			"svc/.env": "INNER=inner-secret\n", ".env": "OUTER=outer-secret\n", "svc/main.go": "package main\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Hide inner", rename: [2]string{"svc/.env", "svc/inner.txt"}},
+		{who: alice, date: "2024-01-12T10:00:00+00:00", msg: "Hide outer", rename: [2]string{".env", "svc/outer.txt"}},
+	})
+	ws := wsNew(t, filepath.Join(dir, "svc"), WorkspaceOptions{})
+	for _, p := range []string{"inner.txt", "outer.txt"} {
+		got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": p})
+		if !errors.Is(err, ErrDenied) {
+			t.Errorf("read %s: %v, want ErrDenied; output:\n%s", p, err, got)
+		}
+		got, err = runGitTool(t, NewGitShow(ws, GitOptions{}), map[string]any{"commit": "HEAD", "path": p})
+		if err != nil || strings.Contains(got, "-secret") {
+			t.Errorf("show %s: %v\n%s", p, err, got)
+		}
+	}
+	if _, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "main.go"}); err != nil {
+		t.Errorf("read main.go: %v", err)
+	}
+}
