@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -44,6 +45,8 @@ type secretBlobs struct {
 	sorted []string
 	// idLen is 40 for SHA-1 repositories, 64 for SHA-256 ones.
 	idLen int
+	// maxSize is the largest of sizes.
+	maxSize int64
 }
 
 // has says whether id (a full blob id) is a secret blob.
@@ -74,10 +77,26 @@ func (s *secretBlobs) hasPrefix(id string) bool {
 func (s *secretBlobs) empty() bool { return s == nil || len(s.ids) == 0 }
 
 // holds says whether content, as git would store it, is a secret blob.
+// A file checked out with CRLF line ends (core.autocrlf, or eol=crlf in
+// .gitattributes) is its blob with every LF turned into CRLF, so it is
+// also hashed with CRLF turned back into LF, as git would store it.
 func (s *secretBlobs) holds(content []byte) bool {
 	if s.empty() {
 		return false
 	}
+	if s.holdsExactly(content) {
+		return true
+	}
+	if !s.mayBeCRLF(int64(len(content))) || !bytes.Contains(content, crlf) {
+		return false
+	}
+	return s.holdsExactly(bytes.ReplaceAll(content, crlf, lf))
+}
+
+var crlf, lf = []byte("\r\n"), []byte("\n")
+
+// holdsExactly says whether content, byte for byte, is a secret blob.
+func (s *secretBlobs) holdsExactly(content []byte) bool {
 	if _, ok := s.sizes[int64(len(content))]; !ok {
 		return false
 	}
@@ -87,11 +106,30 @@ func (s *secretBlobs) holds(content []byte) bool {
 	return s.has(fmt.Sprintf("%x", h.Sum(nil)))
 }
 
+// mayBeCRLF says whether a file of size bytes can be a secret blob with
+// its LFs turned into CRLFs: at most twice as long as the longest one.
+// Files past maxCRLFCheck are only compared as they are.
+func (s *secretBlobs) mayBeCRLF(size int64) bool {
+	return size <= maxCRLFCheck && size <= 2*s.maxSize
+}
+
+// maxCRLFCheck bounds the working-tree files read whole to undo CRLF line
+// ends; secret files (keys, env files, credentials) are far smaller.
+const maxCRLFCheck = 8 << 20
+
 // holdsReader is holds for a file of the given size, read through r from
 // its start.
 func (s *secretBlobs) holdsReader(r io.ReaderAt, size int64) (bool, error) {
 	if s.empty() {
 		return false, nil
+	}
+	if s.mayBeCRLF(size) {
+		buf := make([]byte, size)
+		n, err := r.ReadAt(buf, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		return s.holds(buf[:n]), nil
 	}
 	if _, ok := s.sizes[size]; !ok {
 		return false, nil
@@ -136,6 +174,7 @@ func (s *secretBlobs) merge(extra *secretBlobs) *secretBlobs {
 		for n := range src.sizes {
 			out.sizes[n] = struct{}{}
 		}
+		out.maxSize = max(out.maxSize, src.maxSize)
 	}
 	out.sort()
 	return out
@@ -424,6 +463,7 @@ func (g *gitCLI) blobSizes(ctx context.Context, set *secretBlobs) error {
 					delete(set.ids, f[0])
 				default:
 					set.sizes[n] = struct{}{}
+					set.maxSize = max(set.maxSize, n)
 				}
 			}
 			return sc.Err()

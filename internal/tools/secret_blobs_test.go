@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -364,4 +365,33 @@ func TestSecretBlobsSubdirectoryCheckout(t *testing.T) {
 	if _, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "main.go"}); err != nil {
 		t.Errorf("read main.go: %v", err)
 	}
+}
+
+// TestSecretBlobsCRLFCheckout: a secret checked out under a public name
+// with CRLF line ends (the repository's .gitattributes asks for them) is
+// not its blob byte for byte, and is refused all the same.
+func TestSecretBlobsCRLFCheckout(t *testing.T) {
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add secret", write: map[string]string{
+			".env": envSecretText, ".gitattributes": "*.txt text eol=crlf\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Hide it", rename: [2]string{".env", "hidden.txt"}},
+	})
+	if err := os.Remove(filepath.Join(dir, "hidden.txt")); err != nil {
+		t.Fatal(err)
+	}
+	histGit(t, dir, nil, "checkout", "--", "hidden.txt")
+	raw, err := os.ReadFile(filepath.Join(dir, "hidden.txt"))
+	if err != nil || !strings.Contains(string(raw), "\r\n") {
+		t.Fatalf("hidden.txt was not checked out with CRLF: %q, %v", raw, err)
+	}
+	ws := wsNew(t, dir, WorkspaceOptions{})
+	got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "hidden.txt"})
+	if !errors.Is(err, ErrDenied) {
+		t.Errorf("read hidden.txt: %v, want ErrDenied; output:\n%s", err, got)
+	}
+	args := map[string]any{"pattern": "DB_PASSWORD"}
+	got, err = runGitTool(t, NewSearchCode(ws, SearchCodeOptions{}), args)
+	assertNoSecret(t, args, got, err)
 }
