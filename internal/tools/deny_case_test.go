@@ -145,7 +145,7 @@ func TestReadmeListsDefaultDeny(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	const start, end = "<!-- deny-list: generated from tools.DefaultDeny, kept equal by a test -->", "<!-- end of deny-list -->"
+	const start, end = "<!-- deny-list: kept equal to tools.DefaultDeny by a test -->", "<!-- end of deny-list -->"
 	var got []string
 	in := false
 	sc := bufio.NewScanner(f)
