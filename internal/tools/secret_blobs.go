@@ -390,12 +390,13 @@ func (g *gitCLI) collectSecrets(ctx context.Context, revs []string, stdin string
 			if err != nil {
 				return fmt.Errorf("read git log output: %w", err)
 			}
-			tok = strings.TrimPrefix(strings.TrimSuffix(tok, "\x00"), "\n")
-			if strings.HasPrefix(tok, ":") {
-				meta = tok
-				continue
-			}
+			tok = strings.TrimSuffix(tok, "\x00")
 			if meta == "" {
+				// A record's start; the path that follows it is
+				// taken as it is, even one starting with ":".
+				if t := strings.TrimPrefix(tok, "\n"); strings.HasPrefix(t, ":") {
+					meta = t
+				}
 				continue
 			}
 			f := strings.Fields(meta[1:])

@@ -395,3 +395,23 @@ func TestSecretBlobsCRLFCheckout(t *testing.T) {
 	got, err = runGitTool(t, NewSearchCode(ws, SearchCodeOptions{}), args)
 	assertNoSecret(t, args, got, err)
 }
+
+// TestSecretBlobsOddNames: names git reports raw (-z) that look like the
+// records around them, a leading ":" or a newline, are still paths.
+func TestSecretBlobsOddNames(t *testing.T) {
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add keys", write: map[string]string{
+			":deploy.pem": "colon-key-secret\n", "\nnewline.key": "newline-key-secret\n", "a.txt": "public\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Hide them", write: map[string]string{
+			"b.txt": "colon-key-secret\n", "c.txt": "newline-key-secret\n"}},
+	})
+	ws := wsNew(t, dir, WorkspaceOptions{})
+	for _, p := range []string{"b.txt", "c.txt"} {
+		got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": p})
+		if !errors.Is(err, ErrDenied) {
+			t.Errorf("read %s: %v, want ErrDenied; output:\n%s", p, err, got)
+		}
+	}
+}
