@@ -217,11 +217,11 @@ func (b *Bot) runTurn(j *job) {
 		res.outcome = outcomeTakenOver
 		log.Warn("turn taken over by another process; leaving the thread to it")
 		b.unreact(post, in, reactWorking)
-	case err == nil && !b.stillHolds(j):
-		// The lease lapsed after the last step was stored: the replica
-		// that claimed the turn posts its answer.
+	case err == nil && !b.stillHolds(j, res.id):
+		// The lease lapsed, or another process continued the turn, after
+		// the last step was stored: the one that took it posts the answer.
 		res.outcome = outcomeTakenOver
-		log.Warn("thread lease lost before the answer was posted; leaving the answer to the replica that holds it")
+		log.Warn("turn taken over before the answer was posted; leaving the answer to the process that took it")
 		b.unreact(post, in, reactWorking)
 	case err == nil:
 		res.outcome = outcomeAnswered
@@ -277,14 +277,22 @@ func (b *Bot) runTurn(j *job) {
 	log.Info("turn", attrs...)
 }
 
-// stillHolds reports whether the turn may post its answer: always without
-// replicas, else while this replica holds the thread's lease.
-func (b *Bot) stillHolds(j *job) bool {
+// stillHolds reports whether the turn may post its answer: while the store
+// still has it running, and with replicas while this replica holds the
+// thread's lease. A turn another process took over and continued (two
+// starts at once after a crash, with or without replicas) is refused its
+// next step write, but a resumed turn whose answer was stored before the
+// cut writes no step at all: only this read fences it off. A store that
+// cannot answer does not hold the answer back.
+func (b *Bot) stillHolds(j *job, turnID string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if t, err := b.cfg.Store.Turn(ctx, turnID); err == nil && t.State != session.TurnRunning {
+		return false
+	}
 	if j.holdsLease == nil {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	return j.holdsLease(ctx)
 }
 
