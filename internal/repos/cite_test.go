@@ -156,6 +156,8 @@ func TestLeaseCiteHidesDeniedFiles(t *testing.T) {
 		".env":            "TOKEN=secret\n",
 		"secrets/db.yaml": "user: a\npassword: b\n",
 		"deploy/id_rsa":   "-----BEGIN-----\n",
+		// The secret's content under a public name is the secret.
+		"config/app.txt": "TOKEN=secret\n",
 	})
 	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Channels: []string{"*"}, Deny: []string{"secrets/"},
 		WebURL: "https://github.com/acme/app"}}, Options{DataDir: t.TempDir()})
@@ -187,6 +189,8 @@ func TestLeaseCiteHidesDeniedFiles(t *testing.T) {
 		{"../../etc/passwd:1", "nothere/etc/passwd:1"},
 		{"/etc/passwd:1", "/nothere/passwd:1"},
 		{".git/config:1", "nothere/config:1"},
+		{"config/app.txt:7", "config/nope.txt:7"},
+		{"config/app.txt:1", "config/nope.txt:1"},
 	}
 	flag := "⚠️ _(not in repo@" + sha[:7] + ")_"
 	for _, tt := range tests {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -476,6 +478,24 @@ func (g *gitCLI) blobSizes(ctx context.Context, set *secretBlobs) error {
 // which have no git options of their own.
 func (w *Workspace) secretSet(ctx context.Context) (*secretBlobs, error) {
 	return newGitCLI(w, GitOptions{}).secrets(ctx)
+}
+
+// OpenContent opens rel to show its content, as read_file does: through
+// the wall, like Open, and refused as a denied file (ErrDenied) when the
+// content is a secret blob, committed once at a denied path and renamed or
+// copied here. When the secret blobs cannot be worked out it fails closed
+// with ErrSecretsUnknown. Whoever shows or measures a file's content (its
+// lines, its length) opens it here.
+func (w *Workspace) OpenContent(ctx context.Context, rel string) (*os.File, fs.FileInfo, error) {
+	f, fi, err := w.Open(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := w.refuseSecret(ctx, rel, f, fi.Size()); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // refuseSecret returns the error a denied file gets when f, the file
