@@ -31,8 +31,11 @@ func TestImportRules(t *testing.T) {
 		{"only internal/slackbot imports slack-go", func(pkg, dep string) bool {
 			return strings.HasPrefix(dep, "github.com/slack-go/slack") && !strings.HasPrefix(pkg, "internal/slackbot")
 		}},
-		{"internal/tools imports no other internal package", func(pkg, dep string) bool {
-			return pkg == "internal/tools" && strings.HasPrefix(dep, mod+"internal/")
+		{"internal/gitexec imports no other internal package", func(pkg, dep string) bool {
+			return strings.HasPrefix(pkg, "internal/gitexec") && strings.HasPrefix(dep, mod+"internal/") && !strings.HasPrefix(dep, mod+"internal/gitexec")
+		}},
+		{"internal/tools imports no other internal package but gitexec", func(pkg, dep string) bool {
+			return pkg == "internal/tools" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/gitexec"
 		}},
 		{"internal/llm imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/llm" && strings.HasPrefix(dep, mod+"internal/")
@@ -40,8 +43,8 @@ func TestImportRules(t *testing.T) {
 		{"internal/config imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/config" && strings.HasPrefix(dep, mod+"internal/")
 		}},
-		{"internal/cite imports no other internal package", func(pkg, dep string) bool {
-			return pkg == "internal/cite" && strings.HasPrefix(dep, mod+"internal/")
+		{"internal/cite imports no other internal package but gitexec", func(pkg, dep string) bool {
+			return pkg == "internal/cite" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/gitexec"
 		}},
 		{"internal/termsafe imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/termsafe" && strings.HasPrefix(dep, mod+"internal/")
