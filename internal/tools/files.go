@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/gitexec"
 )
 
 // gitTimeout bounds one git call; ls-files on a 13k-file repository takes
@@ -27,11 +28,6 @@ var SkipDirs = []string{
 	".git", ".hg", ".svn", "node_modules", "vendor", "dist", "build", "target",
 	"__pycache__", ".idea", ".vscode", ".venv", "venv", ".tox", ".cache",
 	".mypy_cache", ".pytest_cache", ".gradle", ".next", ".terraform",
-}
-
-type gitState struct {
-	checked bool
-	gitDir  string // absolute git dir, "" when the checkout is not in a git repository
 }
 
 type filesCache struct {
@@ -60,19 +56,21 @@ func (w *Workspace) Files(ctx context.Context) ([]string, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("list files: %w", ctx.Err())
 	}
-	if !w.git.checked {
-		w.git.gitDir = w.findGitDir(ctx)
-		// A canceled call says nothing about the repository: ask again.
-		w.git.checked = ctx.Err() == nil
+	git, gerr := w.Git(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list files: %w", err)
 	}
-	key := w.cacheKey()
+	if gerr != nil {
+		git = gitexec.Git{} // not a repository, or not its own: walk
+	}
+	key := cacheKey(git.GitDir)
 	if c := w.files; c != nil && w.ttl > 0 && c.key == key && time.Since(c.at) < w.ttl {
 		return slices.Clone(c.list), nil
 	}
 	var list []string
 	var err error
-	if w.git.gitDir != "" {
-		list, err = w.gitFiles(ctx)
+	if git.GitDir != "" {
+		list, err = w.gitFiles(ctx, git)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("git ls-files failed; walking the directory instead", "err", err)
 			list, err = w.walkFiles(ctx)
@@ -87,53 +85,19 @@ func (w *Workspace) Files(ctx context.Context) ([]string, error) {
 	return slices.Clone(list), nil
 }
 
-// gitCommand prepares a git call in the checkout that reads no system
-// config, never prompts, takes no lock, and ignores a GIT_DIR the service
-// itself may have inherited.
-func (w *Workspace) gitCommand(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = w.dir
-	env := make([]string, 0, len(os.Environ())+3)
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CEILING_DIRECTORIES":
-			continue
-		}
-		env = append(env, kv)
-	}
-	cmd.Env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
-	cmd.WaitDelay = time.Second
-	return cmd
-}
-
-// findGitDir asks git for the repository holding the checkout; the checkout
-// may be a subdirectory of it. Any failure (not a repository, git missing,
-// an ownership refusal) means "walk instead".
-func (w *Workspace) findGitDir(ctx context.Context) string {
-	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
-	defer cancel()
-	out, err := w.gitCommand(ctx, "rev-parse", "--absolute-git-dir").Output()
-	if err != nil {
-		w.log.Debug("not using git for the file list", "err", err)
-		return ""
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // cacheKey changes when a commit, checkout, pull or add rewrites the index
 // or moves HEAD.
-func (w *Workspace) cacheKey() string {
-	if w.git.gitDir == "" {
+func cacheKey(gitDir string) string {
+	if gitDir == "" {
 		return ""
 	}
 	var b strings.Builder
-	if fi, err := os.Stat(filepath.Join(w.git.gitDir, "index")); err == nil {
+	if fi, err := os.Stat(filepath.Join(gitDir, "index")); err == nil {
 		b.WriteString(strconv.FormatInt(fi.ModTime().UnixNano(), 10))
 		b.WriteByte(' ')
 		b.WriteString(strconv.FormatInt(fi.Size(), 10))
 	}
-	if head, err := os.ReadFile(filepath.Join(w.git.gitDir, "HEAD")); err == nil {
+	if head, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
 		b.WriteByte(' ')
 		b.Write(bytes.TrimSpace(head))
 	}
@@ -152,7 +116,7 @@ func (w *Workspace) cacheKey() string {
 // someone keeps) may or may not be on disk, and are the only ones checked
 // here. A tracked file replaced on disk by a directory stays listed; opening
 // it says what it is.
-func (w *Workspace) gitFiles(ctx context.Context) ([]string, error) {
+func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	type result struct {
@@ -161,10 +125,10 @@ func (w *Workspace) gitFiles(ctx context.Context) ([]string, error) {
 	}
 	others := make(chan result, 1)
 	go func() {
-		out, err := w.lsFiles(ctx, "--others", "--exclude-standard")
+		out, err := lsFiles(ctx, git, "--others", "--exclude-standard")
 		others <- result{out, err}
 	}()
-	tracked, err := w.lsFiles(ctx, "-t", "--stage", "--deleted")
+	tracked, err := lsFiles(ctx, git, "-t", "--stage", "--deleted")
 	o := <-others
 	if err == nil {
 		err = o.err
@@ -194,8 +158,9 @@ func (w *Workspace) gitFiles(ctx context.Context) ([]string, error) {
 }
 
 // lsFiles runs git ls-files -z with args and returns its output.
-func (w *Workspace) lsFiles(ctx context.Context, args ...string) (string, error) {
-	cmd := w.gitCommand(ctx, append([]string{"ls-files", "-z"}, args...)...)
+// ls-files reads the index and the directory; it runs no filter.
+func lsFiles(ctx context.Context, git gitexec.Git, args ...string) (string, error) {
+	cmd := git.Command(ctx, append([]string{"ls-files", "-z"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

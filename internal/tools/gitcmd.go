@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
+
+	"github.com/askrepo/askrepo/internal/gitexec"
 )
 
 // DefaultGitTimeout bounds one call of a git history tool, all of its git
@@ -53,69 +55,22 @@ func (o GitOptions) withDefaults() GitOptions {
 	return o
 }
 
-// gitCLI runs read-only git commands in the checkout with a configuration
-// that cannot run a program: the repository's own config is read by git
-// (it has to be), so every key that names a command, hook, pager, diff
-// driver or signature verifier is overridden on the command line, which
-// wins over it. It is safe for concurrent use.
+// gitCLI runs read-only git commands in the checkout's own repository
+// (Workspace.Git) through gitexec, whose configuration cannot run a
+// program; the commands themselves keep to ones that run no filter or
+// diff driver (--no-textconv, --no-ext-diff, cat-file without --filters).
+// It is safe for concurrent use.
 type gitCLI struct {
 	ws   *Workspace
 	opts GitOptions
+
+	ownerMu  sync.Mutex
+	ownerErr error // CheckOwnership's verdict, once known
+	ownerOK  bool
 }
 
 func newGitCLI(ws *Workspace, opts GitOptions) *gitCLI {
 	return &gitCLI{ws: ws, opts: opts.withDefaults()}
-}
-
-// gitHardening comes before the subcommand in every call.
-var gitHardening = []string{
-	"--no-pager",
-	"-c", "core.pager=cat",
-	"-c", "diff.external=",
-	"-c", "core.fsmonitor=false",
-	"-c", "core.hooksPath=/dev/null",
-	// Verifying signatures runs gpg.program (or ssh/x509 programs).
-	"-c", "log.showSignature=false",
-	"-c", "gpg.program=false",
-	"-c", "gpg.ssh.program=false",
-	"-c", "gpg.x509.program=false",
-	// A partial clone fetches missing objects on demand, through whatever
-	// transport (and core.sshCommand) the repository names.
-	"-c", "protocol.allow=never",
-	"-c", "core.sshCommand=false",
-	// A file git would read from anywhere on the host on the
-	// repository's say-so. (blame.ignoreRevsFile is another, which echoes
-	// its lines back in errors; an empty value here cannot reset it, so
-	// git_blame passes --no-ignore-revs-file.)
-	"-c", "mailmap.file=",
-	"-c", "mailmap.blob=",
-	"-c", "color.ui=false",
-	"-c", "core.quotePath=false",
-}
-
-// gitEnv is the environment of every call: nothing git-related inherited
-// from the service (a GIT_DIR, GIT_EXTERNAL_DIFF or GIT_CONFIG_* of its
-// own would redirect or reconfigure git), no system or user config, no
-// prompts, no locks, messages in English for the error mapping.
-func gitEnv() []string {
-	env := make([]string, 0, len(os.Environ())+10)
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "GIT_") || name == "PAGER" || name == "LESS" || strings.HasPrefix(name, "LC_") || name == "LANG" || name == "LANGUAGE" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env,
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_PAGER=cat",
-		"PAGER=cat",
-		"LC_ALL=C",
-		"GIT_OPTIONAL_LOCKS=0",
-		"GIT_NO_LAZY_FETCH=1",
-	)
 }
 
 // errStopReading tells run that the consumer has what it needs: git is
@@ -141,17 +96,20 @@ func (g *gitCLI) run(ctx context.Context, r gitRun) error {
 	if err := ctx.Err(); err != nil {
 		return g.ctxError(r.args, err)
 	}
+	git, err := g.ws.Git(ctx)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return g.ctxError(r.args, cerr)
+		}
+		return err
+	}
+	if err := g.checkOwner(ctx); err != nil {
+		return err
+	}
+	git.Binary = g.opts.Binary
 	cctx, kill := context.WithCancel(ctx)
 	defer kill()
-	argv := make([]string, 0, len(gitHardening)+4+len(r.args))
-	argv = append(argv, gitHardening...)
-	if !g.opts.CheckOwnership {
-		argv = append(argv, "-c", "safe.directory=*")
-	}
-	argv = append(argv, r.args...)
-	cmd := exec.CommandContext(cctx, g.opts.Binary, argv...)
-	cmd.Dir = g.ws.Dir()
-	cmd.Env = gitEnv()
+	cmd := git.Command(cctx, r.args...)
 	cmd.WaitDelay = time.Second
 	if r.stdin != "" {
 		cmd.Stdin = strings.NewReader(r.stdin)
@@ -187,6 +145,33 @@ func (g *gitCLI) run(ctx context.Context, r gitRun) error {
 	case werr != nil:
 		return g.commandError(r.args, werr, stderr.String())
 	}
+	return nil
+}
+
+// checkOwner keeps git's refusal of a repository another user owns when
+// GitOptions.CheckOwnership asks for it. The calls themselves name the
+// git directory explicitly, which git does not check, so the check is
+// git's own discovery, run once.
+func (g *gitCLI) checkOwner(ctx context.Context) error {
+	if !g.opts.CheckOwnership {
+		return nil
+	}
+	g.ownerMu.Lock()
+	defer g.ownerMu.Unlock()
+	if g.ownerOK || g.ownerErr != nil {
+		return g.ownerErr
+	}
+	cmd := gitexec.Git{Binary: g.opts.Binary, Dir: g.ws.Dir()}.Command(ctx, "rev-parse", "--git-dir")
+	stderr := &gitStderrBuffer{max: stderrLimit}
+	cmd.Stderr = stderr
+	if err := cmd.Run(); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return g.ctxError([]string{"rev-parse"}, cerr)
+		}
+		g.ownerErr = g.commandError([]string{"rev-parse"}, err, stderr.String())
+		return g.ownerErr
+	}
+	g.ownerOK = true
 	return nil
 }
 
@@ -250,7 +235,15 @@ func (e *gitExitError) Unwrap() error { return e.err }
 
 // scrub removes the checkout's host path from git's messages.
 func (g *gitCLI) scrub(s string) string {
-	for _, dir := range []string{g.ws.real, g.ws.dir} {
+	dirs := []string{g.ws.real, g.ws.dir}
+	if git, err := g.ws.Git(context.Background()); err == nil {
+		// The top of the repository, when the checkout is below it.
+		dirs = append(dirs, git.GitDir, git.WorkTree)
+	}
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
 		s = strings.ReplaceAll(s, dir+"/", "")
 		s = strings.ReplaceAll(s, dir, ".")
 	}

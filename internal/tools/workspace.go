@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -37,7 +38,14 @@ type WorkspaceOptions struct {
 	// index and HEAD are unchanged; new untracked files show up after at
 	// most this long. Zero means 10s; negative disables the cache.
 	FilesTTL time.Duration
-	Logger   *slog.Logger
+	// GitDir, when set, is the git directory of a worktree the caller
+	// created and checked itself (askrepo's own worktrees under its data
+	// directory, whose .git file points into a clone it made); it is used
+	// as is, with the checkout as the work tree. Otherwise the checkout's
+	// repository is found once, on first use, and must be its own: a real
+	// .git directory in the checkout or in a directory above it.
+	GitDir string
+	Logger *slog.Logger
 }
 
 // Workspace is the wall between the model and the host: every path the
@@ -61,15 +69,18 @@ type Workspace struct {
 	procFD bool
 
 	// lock (a channel of one, so waiting for it can end with a context)
-	// guards files and git: one listing runs at a time, and the others
+	// guards files: one listing runs at a time, and the others
 	// wait for its result rather than running their own.
 	lock  chan struct{}
 	files *filesCache
-	git   gitState
 
 	// secrets caches the blobs that were ever at a denied path; it has
 	// its own lock, held while git builds the set.
 	secrets secretCache
+
+	gitDir string // WorkspaceOptions.GitDir
+	gitMu  sync.Mutex
+	repo   *gitRepo // nil until Git first answers
 }
 
 // NewWorkspace opens dir (which must exist and be a directory) as the root
@@ -121,6 +132,12 @@ func NewWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 		ttl:  ttl,
 		log:  log.With("component", "workspace"),
 		lock: make(chan struct{}, 1),
+	}
+	if opts.GitDir != "" {
+		if w.gitDir, err = filepath.Abs(opts.GitDir); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("workspace %s: git dir: %w", abs, err)
+		}
 	}
 	if fi, err := os.Stat("/proc/self/fd"); err == nil && fi.IsDir() {
 		w.procFD = true

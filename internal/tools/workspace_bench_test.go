@@ -55,7 +55,7 @@ func BenchmarkFiles(b *testing.B) {
 			}
 			w := wsNew(b, dir, opts)
 			if mode == "walk" {
-				w.git.checked = true // no git dir: walk
+				w.repo = &gitRepo{err: ErrNotGitRepo} // no git dir: walk
 			}
 			files, err := w.Files(b.Context())
 			if err != nil {

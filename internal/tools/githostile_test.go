@@ -1,0 +1,211 @@
+//go:build unix
+
+package tools
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+)
+
+// everyTool is each tool over ws with arguments that make it run git the
+// way a turn would: listings, searches, and every git history tool.
+func everyTool(ws *Workspace) []struct {
+	tool Tool
+	args string
+} {
+	return []struct {
+		tool Tool
+		args string
+	}{
+		{NewListFiles(ws), `{"recursive":true}`},
+		{NewGlob(ws), `{"pattern":"**/*"}`},
+		{NewSearchCode(ws, SearchCodeOptions{}), `{"pattern":"line"}`},
+		{NewReadFile(ws), `{"path":"README.md"}`},
+		{NewGitLog(ws, GitOptions{}), `{}`},
+		{NewGitLog(ws, GitOptions{}), `{"path":"README.md"}`},
+		{NewGitLog(ws, GitOptions{}), `{"pickaxe":"four","grep":"second"}`},
+		{NewGitShow(ws, GitOptions{}), `{"commit":"HEAD"}`},
+		{NewGitShow(ws, GitOptions{}), `{"commit":"HEAD","path":"README.md"}`},
+		{NewGitShow(ws, GitOptions{}), `{"commit":"HEAD","path":"main.go"}`},
+		{NewGitBlame(ws, GitOptions{}), `{"path":"README.md"}`},
+		{NewGitBlame(ws, GitOptions{}), `{"path":"main.go"}`},
+	}
+}
+
+// A checkout whose config (and a file it includes) names a program for
+// every key that can run one, with .gitattributes asking for filters and
+// diff drivers on every file: no tool runs any of them.
+func TestHostileCheckoutRunsNothing(t *testing.T) {
+	h := gitexectest.NewHostile(t)
+	ws := wsNew(t, h.Dir, WorkspaceOptions{})
+	files, err := ws.Files(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Check(t, "listing the checkout")
+	// The listing came from git: an ignored file would show otherwise.
+	if !slices.Contains(files, "notes.txt") || !slices.Contains(files, "main.go") {
+		t.Errorf("Files = %v, want the tracked and the untracked files", files)
+	}
+	for _, c := range everyTool(ws) {
+		out, err := c.tool.Run(t.Context(), json.RawMessage(c.args))
+		if err != nil {
+			t.Errorf("%s %s: %v", c.tool.Definition().Name, c.args, err)
+		}
+		if strings.Contains(out, "evil.sh") {
+			t.Errorf("%s %s printed what a planted program wrote:\n%s", c.tool.Definition().Name, c.args, out)
+		}
+		h.Check(t, c.tool.Definition().Name+" "+c.args)
+	}
+}
+
+// The service's own git variables reach none of the git the tools run: a
+// GIT_DIR or GIT_WORK_TREE would show another repository, and config
+// through GIT_CONFIG_PARAMETERS or GIT_CONFIG_COUNT would run a program.
+func TestServiceGitEnvironmentIgnored(t *testing.T) {
+	h := gitexectest.NewHostile(t) // only for its script and marker
+	repo := gitexectest.NewRepo(t)
+	other := t.TempDir()
+	wsWriteFiles(t, other, map[string]string{"other-only.txt": "x\n"})
+	wsGit(t, other, "init", "-q")
+	wsGit(t, other, "add", ".")
+	wsGit(t, other, "commit", "-q", "-m", "other repository")
+	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
+	t.Setenv("GIT_WORK_TREE", other)
+	t.Setenv("GIT_INDEX_FILE", filepath.Join(other, ".git", "index"))
+	t.Setenv("GIT_CONFIG_PARAMETERS", "'core.fsmonitor'='"+h.Script+"'")
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "core.fsmonitor")
+	t.Setenv("GIT_CONFIG_VALUE_0", h.Script)
+	t.Setenv("GIT_EXTERNAL_DIFF", h.Script)
+
+	ws := wsNew(t, repo, WorkspaceOptions{})
+	files, err := ws.Files(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(files, "other-only.txt") || !slices.Contains(files, "README.md") {
+		t.Errorf("Files = %v, want the checkout's own files", files)
+	}
+	h.Check(t, "listing with the service's GIT_ variables set")
+	for _, c := range everyTool(ws) {
+		out, err := c.tool.Run(t.Context(), json.RawMessage(c.args))
+		if err != nil {
+			t.Errorf("%s %s: %v", c.tool.Definition().Name, c.args, err)
+		}
+		if strings.Contains(out, "other repository") {
+			t.Errorf("%s %s shows the repository GIT_DIR names:\n%s", c.tool.Definition().Name, c.args, out)
+		}
+		h.Check(t, c.tool.Definition().Name+" "+c.args+" with the service's GIT_ variables set")
+	}
+}
+
+// A .git file (as git writes for linked worktrees and submodules) can
+// point git anywhere on the host. A checkout whose .git is such a file, or
+// a symlink, or whose git directory borrows another's, gets no git: its
+// files are listed by walking it, and the git tools say why they are off.
+func TestForeignGitDirRefused(t *testing.T) {
+	elsewhere := gitexectest.NewRepo(t) // commits the checkout must not show
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, dir string)
+	}{
+		{"gitdir file", func(t *testing.T, dir string) {
+			wsWriteFiles(t, dir, map[string]string{".git": "gitdir: " + filepath.Join(elsewhere, ".git") + "\n"})
+		}},
+		{"relative gitdir file", func(t *testing.T, dir string) {
+			rel, err := filepath.Rel(dir, filepath.Join(elsewhere, ".git"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wsWriteFiles(t, dir, map[string]string{".git": "gitdir: " + rel + "\n"})
+		}},
+		{".git symlink", func(t *testing.T, dir string) {
+			if err := os.Symlink(filepath.Join(elsewhere, ".git"), filepath.Join(dir, ".git")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"commondir", func(t *testing.T, dir string) {
+			wsGit(t, dir, "init", "-q")
+			wsWriteFiles(t, dir, map[string]string{".git/commondir": filepath.Join(elsewhere, ".git") + "\n"})
+		}},
+		{"alternates", func(t *testing.T, dir string) {
+			wsGit(t, dir, "init", "-q")
+			wsWriteFiles(t, dir, map[string]string{".git/objects/info/alternates": filepath.Join(elsewhere, ".git", "objects") + "\n"})
+			head := strings.TrimSpace(string(must(gitOut(t, elsewhere, "rev-parse", "HEAD"))))
+			wsWriteFiles(t, dir, map[string]string{".git/HEAD": head + "\n"})
+		}},
+		{"core.worktree elsewhere", func(t *testing.T, dir string) {
+			wsGit(t, dir, "init", "-q")
+			wsGit(t, dir, "config", "core.worktree", elsewhere)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			wsWriteFiles(t, dir, map[string]string{"mine.txt": "mine\n", "ignored.log": "x\n", ".gitignore": "*.log\n"})
+			c.plant(t, dir)
+			ws := wsNew(t, dir, WorkspaceOptions{})
+			_, gerr := ws.Git(t.Context())
+			if !errors.Is(gerr, ErrForeignGitDir) {
+				t.Fatalf("Git() error = %v, want ErrForeignGitDir", gerr)
+			}
+			if strings.Contains(gerr.Error(), elsewhere) || strings.Contains(gerr.Error(), dir) {
+				t.Errorf("error names a host path: %v", gerr)
+			}
+			files, err := ws.Files(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Walked, not listed by git: the other repository's files
+			// are absent and .gitignore has no say.
+			if slices.Contains(files, "main.go") || !slices.Contains(files, "ignored.log") {
+				t.Errorf("Files = %v, want the checkout walked", files)
+			}
+			_, err = NewGitLog(ws, GitOptions{}).Run(t.Context(), json.RawMessage(`{}`))
+			if !errors.Is(err, ErrForeignGitDir) || !strings.Contains(err.Error(), "git history is off for this checkout") {
+				t.Errorf("git_log error = %v, want the refusal", err)
+			}
+		})
+	}
+}
+
+// A checkout below the top of its repository is legitimate: the git
+// directory is the repository's own, above the checkout.
+func TestSubdirCheckoutKeepsGit(t *testing.T) {
+	repo := gitexectest.NewRepo(t)
+	ws := wsNew(t, filepath.Join(repo, "docs"), WorkspaceOptions{})
+	g, err := ws.Git(t.Context())
+	if err != nil {
+		t.Fatalf("Git() = %v", err)
+	}
+	if g.GitDir != filepath.Join(repo, ".git") || g.WorkTree != repo {
+		t.Errorf("git dir, work tree = %s, %s; want %s/.git, %s", g.GitDir, g.WorkTree, repo, repo)
+	}
+	files, err := ws.Files(t.Context())
+	if err != nil || !slices.Equal(files, []string{"guide.txt"}) {
+		t.Errorf("Files = %v, %v; want [guide.txt]", files, err)
+	}
+	out, err := NewGitLog(ws, GitOptions{}).Run(t.Context(), json.RawMessage(`{}`))
+	if err != nil || !strings.Contains(out, "first") {
+		t.Errorf("git_log = %q, %v", out, err)
+	}
+}
+
+func gitOut(t testing.TB, dir string, args ...string) ([]byte, error) {
+	t.Helper()
+	return []byte(gitexectest.Git(t, dir, args...)), nil
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,148 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/askrepo/askrepo/internal/gitexec"
+)
+
+// ErrForeignGitDir is wrapped when the repository git would use for a
+// checkout is not the checkout's own: a .git file or symlink pointing
+// elsewhere, a work tree set elsewhere, or a git directory borrowing
+// another's refs or objects. Git history is then off for that checkout,
+// and files are listed by walking the directory.
+var ErrForeignGitDir = errors.New("the checkout's git directory is not its own")
+
+// gitRepo is the checkout's repository as resolved once: a runner pinned
+// to it, or why git is off for this checkout.
+type gitRepo struct {
+	git gitexec.Git
+	err error
+}
+
+// Git returns the hardened git runner for the checkout, with --git-dir and
+// --work-tree pinned to its own repository, so no later call re-discovers
+// it. The repository is found and checked on the first call (see
+// WorkspaceOptions.GitDir); later calls return the same answer. The error
+// wraps ErrNotGitRepo when the checkout is in no repository, and
+// ErrForeignGitDir when the one git would use is refused.
+func (w *Workspace) Git(ctx context.Context) (gitexec.Git, error) {
+	w.gitMu.Lock()
+	defer w.gitMu.Unlock()
+	if w.repo == nil {
+		r := w.resolveGit(ctx)
+		// A canceled call says nothing about the repository: ask again.
+		if err := ctx.Err(); err != nil {
+			return gitexec.Git{}, fmt.Errorf("find the checkout's git repository: %w", err)
+		}
+		w.repo = &r
+	}
+	return w.repo.git, w.repo.err
+}
+
+// base is the runner for this checkout before its repository is known.
+// The checkout was configured by the operator and is trusted to be read
+// whoever owns it (every setting that could run a program is overridden
+// anyway), as the container image does with safe.directory '*'.
+func (w *Workspace) gitBase() gitexec.Git {
+	return gitexec.Git{Dir: w.dir, Config: [][2]string{{"safe.directory", "*"}}}
+}
+
+func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
+	if w.gitDir != "" {
+		g := w.gitBase()
+		g.GitDir, g.WorkTree = w.gitDir, w.dir
+		return gitRepo{git: g}
+	}
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	cmd := w.gitBase().Command(ctx, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return gitRepo{err: fmt.Errorf("git is not installed on the server, so git history is not available: %w", err)}
+		}
+		// Not in a repository, a bare one, or one git cannot read: no
+		// history, and the walker lists the files.
+		w.log.Debug("not using git for this checkout", "err", err, "stderr", strings.TrimSpace(stderr.String()))
+		return gitRepo{err: ErrNotGitRepo}
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 {
+		w.log.Warn("unexpected answer from git rev-parse; not using git", "out", string(out))
+		return gitRepo{err: ErrNotGitRepo}
+	}
+	gitDir, common, top := lines[0], lines[1], lines[2]
+	if reason := w.foreignGitDir(gitDir, common, top); reason != "" {
+		w.log.Warn("git history is off for this checkout: its git directory is not its own; files are listed without git",
+			"dir", w.dir, "reason", reason, "git_dir", gitDir, "work_tree", top)
+		return gitRepo{err: fmt.Errorf("%w: %s; git history is off for this checkout (the operator can point askrepo at the repository itself)", ErrForeignGitDir, reason)}
+	}
+	g := w.gitBase()
+	g.GitDir, g.WorkTree = gitDir, top
+	return gitRepo{git: g}
+}
+
+// foreignGitDir says why the repository git found for the checkout is not
+// the checkout's own, or "" when it is: the work tree must be the checkout
+// or a directory above it, and its .git a real directory that is the git
+// directory, holding its own refs and objects. A path repo is someone
+// else's directory, and a .git file ("gitdir: /elsewhere/.git"), a .git
+// symlink, core.worktree, a commondir file or an alternates file could
+// otherwise show the model another repository of the host. The text names
+// no host path: it reaches the model.
+func (w *Workspace) foreignGitDir(gitDir, common, top string) string {
+	realTop, err := filepath.EvalSymlinks(top)
+	if err != nil {
+		return "its work tree cannot be resolved"
+	}
+	if realTop != w.real && !strings.HasPrefix(w.real, strings.TrimSuffix(realTop, "/")+"/") {
+		return "git's work tree for it is a directory that does not contain the checkout"
+	}
+	dotGit := filepath.Join(realTop, ".git")
+	fi, err := os.Lstat(dotGit)
+	switch {
+	case err != nil:
+		return "its repository has no .git directory at its top"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "its .git is a symlink to another directory"
+	case !fi.IsDir():
+		return "its .git is a file that points git at a repository elsewhere"
+	}
+	for _, d := range []string{gitDir, common} {
+		if real, err := filepath.EvalSymlinks(d); err != nil || real != dotGit {
+			return "its git directory takes its refs or objects from another repository"
+		}
+	}
+	if alternates(filepath.Join(dotGit, "objects", "info", "alternates")) {
+		return "its git directory borrows objects from another repository (objects/info/alternates)"
+	}
+	return ""
+}
+
+// alternates reports whether an alternates file lists any directory.
+func alternates(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if l := strings.TrimSpace(s.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			return true
+		}
+	}
+	return s.Err() != nil
+}
