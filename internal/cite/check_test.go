@@ -248,7 +248,7 @@ func TestNormalize(t *testing.T) {
 }
 
 // TestImportsNoInternalPackage keeps the package a leaf: callers hand it
-// what it needs.
+// what it needs. gitexec, itself a leaf, is the one way to run git.
 func TestImportsNoInternalPackage(t *testing.T) {
 	files, _ := filepath.Glob("*.go")
 	for _, f := range files {
@@ -264,7 +264,7 @@ func TestImportsNoInternalPackage(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, imp := range af.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, "github.com/askrepo/") {
+			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, "github.com/askrepo/") && p != "github.com/askrepo/askrepo/internal/gitexec" {
 				t.Errorf("%s imports %s", f, p)
 			}
 		}

@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/gitexec"
 )
 
 // DefaultGitTimeout bounds one git run when GitChecker.Timeout is zero.
@@ -25,7 +26,7 @@ const DefaultGitTimeout = 10 * time.Second
 // `git cat-file --batch` process. Paths travel on its standard input, never
 // as arguments, so no path can be read as an option. Safe for concurrent use.
 type GitChecker struct {
-	dir    string
+	git    gitexec.Git
 	commit string
 	// Timeout bounds each git run; zero means DefaultGitTimeout.
 	Timeout time.Duration
@@ -37,12 +38,22 @@ var (
 )
 
 // NewGitChecker resolves rev (a SHA, branch or tag) in the repository at dir
-// to a full commit SHA and returns a checker pinned to it.
+// to a full commit SHA and returns a checker pinned to it. git finds the
+// repository from dir; NewGitCheckerFor takes one already checked.
 func NewGitChecker(ctx context.Context, dir, rev string) (*GitChecker, error) {
+	return NewGitCheckerFor(ctx, gitexec.Git{Dir: dir}, rev)
+}
+
+// NewGitCheckerFor is NewGitChecker over the repository git names (its
+// GitDir pinned by the caller, typically from the checkout's Workspace).
+// Every git run goes through git's hardening, so the repository's config
+// runs no program.
+func NewGitCheckerFor(ctx context.Context, git gitexec.Git, rev string) (*GitChecker, error) {
 	if rev == "" || strings.HasPrefix(rev, "-") || strings.ContainsFunc(rev, isControl) {
 		return nil, fmt.Errorf("git checker: revision %q is not a commit name: give a SHA, branch or tag", rev)
 	}
-	g := &GitChecker{dir: dir}
+	dir := git.Dir
+	g := &GitChecker{git: git}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout())
 	defer cancel()
 	var out, stderr bytes.Buffer
@@ -129,7 +140,7 @@ func (g *GitChecker) LinesBatch(ctx context.Context, paths []string) []LineCount
 			cause = fmt.Errorf("%w %s", waitErr, strings.TrimSpace(stderr.String()))
 		}
 		for _, i := range sent[done:] {
-			out[i].Err = fmt.Errorf("git cat-file in %s: %w", g.dir, cause)
+			out[i].Err = fmt.Errorf("git cat-file in %s: %w", g.git.Dir, cause)
 		}
 	}
 	return out
@@ -214,21 +225,10 @@ func (g *GitChecker) timeout() time.Duration {
 	return DefaultGitTimeout
 }
 
-// command runs git in the repository with a clean environment: no system
-// config, no prompts, no optional locks, and none of the caller's GIT_*
-// variables, which could point git at another repository.
+// command runs git in the repository. cat-file --batch without --filters
+// and rev-parse run no filter or driver the repository names.
 func (g *GitChecker) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = g.dir
-	env := make([]string, 0, len(os.Environ())+3)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
-	cmd.WaitDelay = time.Second
-	return cmd
+	return g.git.Command(ctx, args...)
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

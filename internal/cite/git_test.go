@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec"
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
 
 // testRepo is a git repository in a temp dir with two commits: the second
@@ -185,5 +188,26 @@ func TestGitCheckerCanceled(t *testing.T) {
 	_, err = g.Lines(ctx, "internal/a.go")
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("canceled lookup: err = %v, want a failure that is not 'missing'", err)
+	}
+}
+
+// A repository whose config names a program for every key that can run
+// one: checking citations runs none of them, whether git finds the
+// repository itself or is given it.
+func TestGitCheckerHostileRepository(t *testing.T) {
+	h := gitexectest.NewHostile(t)
+	for _, git := range []gitexec.Git{
+		{Dir: h.Dir},
+		{Dir: h.Dir, GitDir: filepath.Join(h.Dir, ".git"), WorkTree: h.Dir},
+	} {
+		g, err := NewGitCheckerFor(t.Context(), git, "HEAD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := g.LinesBatch(t.Context(), []string{"README.md", "main.go", "docs/guide.txt", "missing.txt"})
+		if got[0].N != 4 || got[1].N != 4 || got[2].N != 2 || !errors.Is(got[3].Err, fs.ErrNotExist) {
+			t.Errorf("LinesBatch = %+v", got)
+		}
+		h.Check(t, "checking citations")
 	}
 }
