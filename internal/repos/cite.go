@@ -16,6 +16,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/cite"
 	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/askrepo/askrepo/internal/gitexec"
 )
 
 // Checked is an answer whose citations were checked against a lease.
@@ -86,7 +87,18 @@ func (l *Lease) check(ctx context.Context, cs []cite.Citation) ([]cite.Result, e
 	var checker cite.Checker
 	var err error
 	if l.Commit != "" && !l.local {
-		g, gerr := cite.NewGitChecker(ctx, l.Dir, l.Commit)
+		var g *cite.GitChecker
+		var gerr error
+		if l.Workspace != nil {
+			// The repository the workspace found and checked, never
+			// one git would discover again from the directory.
+			var git gitexec.Git
+			if git, gerr = l.Workspace.Git(ctx); gerr == nil {
+				g, gerr = cite.NewGitCheckerFor(ctx, git, l.Commit)
+			}
+		} else {
+			g, gerr = cite.NewGitChecker(ctx, l.Dir, l.Commit)
+		}
 		if gerr == nil {
 			checker = g
 		} else {

@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/gitexec"
 )
 
 // auth is how one remote is reached. Its secrets live only in the
@@ -169,59 +170,16 @@ func (a auth) scrub(s string) string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// hardening is git configuration for every call, given on the command
-// line's level (GIT_CONFIG_*), which repository config cannot override
-// for these keys: no hooks, no credential helper of the host, no fsmonitor
-// program, and only the transports a remote may use (no ext::, which runs
-// commands).
-var hardening = [][2]string{
-	{"core.hooksPath", os.DevNull},
-	{"credential.helper", ""},
-	{"core.fsmonitor", "false"},
-	{"protocol.allow", "never"},
-	{"protocol.https.allow", "always"},
-	{"protocol.http.allow", "always"},
-	{"protocol.ssh.allow", "always"},
-	{"protocol.file.allow", "always"},
-	{"gc.autoDetach", "false"},
-}
-
-// configEnv appends GIT_CONFIG_COUNT and GIT_CONFIG_KEY_n/VALUE_n entries
-// for kvs to env, which must hold no GIT_CONFIG_ entries yet.
-func configEnv(env []string, kvs ...[2]string) []string {
-	for i, kv := range kvs {
-		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
-	}
-	return append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(kvs)))
-}
-
-// keptGitEnv are the GIT_ variables of the service's environment that git
-// may still see: where git lives and which CAs to trust. Everything else
-// GIT_ (a GIT_DIR, a GIT_SSH, traces that would print headers, inherited
-// GIT_CONFIG_*) is dropped.
-var keptGitEnv = []string{"GIT_EXEC_PATH", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH"}
-
-// gitEnv is the environment of every git call: the service's, minus git's
-// own variables and askpass programs, plus the hardening and extra.
-func gitEnv(extraConfig [][2]string, extraEnv []string) []string {
-	env := make([]string, 0, 64)
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if name == "SSH_ASKPASS" || (strings.HasPrefix(name, "GIT_") && !slices.Contains(keptGitEnv, name)) {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_OPTIONAL_LOCKS=0")
-	env = configEnv(env, append(append([][2]string(nil), hardening...), extraConfig...)...)
-	return append(env, extraEnv...)
-}
-
-// gitCall is one git invocation.
+// gitCall is one git invocation, built by gitexec: no config but the
+// repository's and the operator's, every key that could run a program set
+// on the command line's level, and the service's GIT_ variables dropped.
 type gitCall struct {
-	dir     string      // working directory; "" = the current one
-	config  [][2]string // extra config for this call (safe.directory)
-	auth    *auth       // credentials, for calls that reach the remote
+	dir    string      // working directory; "" = the current one
+	git    gitexec.Git // a checkout's own runner (Workspace.Git); zero = plain
+	config [][2]string // extra config for this call (safe.directory)
+	// auth holds credentials for calls that reach the remote; only those
+	// may use a transport at all.
+	auth    *auth
 	timeout time.Duration
 }
 
@@ -242,12 +200,14 @@ func (c gitCall) run(ctx context.Context, args ...string) (string, error) {
 	if c.auth != nil {
 		a = *c.auth
 	}
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = c.dir
-	cmd.Env = gitEnv(append(append([][2]string(nil), c.config...), a.config...), a.env)
-	// git hands the network to helpers (git-remote-https, ssh) that may
-	// keep the pipes open after git itself is killed.
-	cmd.WaitDelay = 2 * time.Second
+	g := c.git
+	if c.dir != "" {
+		g.Dir = c.dir
+	}
+	g.Config = slices.Concat(g.Config, c.config, a.config)
+	g.Env = slices.Concat(g.Env, a.env)
+	g.Network = c.auth != nil
+	cmd := g.Command(ctx, args...)
 	var stdout, stderr capped
 	stdout.max, stderr.max = maxGitOutput, maxGitOutput
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

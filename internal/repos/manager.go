@@ -18,9 +18,12 @@
 // through its environment: never argv, never a file in the clone, never a
 // log line or an error (see auth).
 //
+// Every git command goes through internal/gitexec, and a path repo's git
+// directory is the one its Workspace found and checked (tools.Workspace.Git).
+//
 // It imports internal/tools (the Workspace wall), internal/cite (web views
-// for permalinks) and internal/config, and nothing that talks to Slack or
-// a model.
+// for permalinks), internal/gitexec and internal/config, and nothing that
+// talks to Slack or a model.
 package repos
 
 import (
@@ -294,23 +297,38 @@ func (m *Manager) openLocal(ctx context.Context, r *repo) error {
 		return err
 	}
 	r.cur = &snapshot{dir: abs, ws: ws}
-	g := m.localGit(abs)
+	// The checkout's repository is found and checked here, once, by its
+	// Workspace: a .git file pointing elsewhere turns git off for it.
+	g, err := m.localGit(ctx, ws)
+	if err != nil {
+		m.log.Info("serving a path repository without git history", "repo", r.spec.Name, "reason", err)
+		return nil
+	}
 	if origin, err := g.run(ctx, "config", "--get", "remote.origin.url"); err == nil {
 		r.remote, _, _ = cleanRemote(origin)
 	}
-	r.lastCommit = m.localCommit(ctx, abs)
+	r.lastCommit = m.localCommit(ctx, ws)
 	return nil
 }
 
-// localGit runs git in a checkout the service does not own; safe.directory
-// on the command line lets git read it when the owner differs, as in a
-// container with a mounted checkout.
-func (m *Manager) localGit(dir string) gitCall {
-	return gitCall{dir: dir, config: [][2]string{{"safe.directory", dir}}, timeout: min(m.opts.GitTimeout, 30*time.Second)}
+// localGit runs git in a checkout's own repository, as its Workspace found
+// and checked it. The checkout is not the service's: the runner trusts
+// its owner (safe.directory), as a container with a mounted checkout
+// needs, and its config runs no program.
+func (m *Manager) localGit(ctx context.Context, ws *tools.Workspace) (gitCall, error) {
+	g, err := ws.Git(ctx)
+	if err != nil {
+		return gitCall{}, err
+	}
+	return gitCall{git: g, timeout: min(m.opts.GitTimeout, 30*time.Second)}, nil
 }
 
-func (m *Manager) localCommit(ctx context.Context, dir string) string {
-	sha, err := m.localGit(dir).run(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+func (m *Manager) localCommit(ctx context.Context, ws *tools.Workspace) string {
+	g, err := m.localGit(ctx, ws)
+	if err != nil {
+		return ""
+	}
+	sha, err := g.run(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	if err != nil {
 		return ""
 	}
@@ -366,8 +384,11 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 	}
 	l.release = func() { m.release(r, s) }
 	if r.local {
-		l.local, l.git = true, m.localGit(s.dir)
-		l.Commit = m.localCommit(ctx, s.dir)
+		l.local = true
+		if g, err := m.localGit(ctx, s.ws); err == nil {
+			l.git = g
+			l.Commit = m.localCommit(ctx, s.ws)
+		}
 		if l.Commit != "" && l.Web.Base != "" {
 			l.unpushed = l.pushedNote(ctx)
 		}
@@ -589,7 +610,12 @@ func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
 		os.RemoveAll(dir)
 		return fmt.Errorf("check out %s: %w", sha, err)
 	}
-	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.opts.Logger})
+	wtGitDir, err := worktreeGitDir(dir, gd)
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("check out %s: %w", sha, err)
+	}
+	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.opts.Logger, GitDir: wtGitDir})
 	if err != nil {
 		os.RemoveAll(dir)
 		return err
@@ -608,6 +634,33 @@ func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
 		m.discard(r, old)
 	}
 	return nil
+}
+
+// worktreeGitDir reads the git directory git just wrote into the .git
+// file of worktree dir, and checks that it is one of the clone gd's own
+// worktrees. The workspace then uses it as is: a worktree's .git file is
+// the one that may point elsewhere, and this one was checked here.
+func worktreeGitDir(dir, gd string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		return "", fmt.Errorf("read the worktree's .git file: %w", err)
+	}
+	p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return "", errors.New("the worktree's .git file names no git directory")
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("the worktree's git directory: %w", err)
+	}
+	own, err := filepath.EvalSymlinks(filepath.Join(gd, "worktrees"))
+	if err != nil || filepath.Dir(real) != own {
+		return "", errors.New("the worktree's .git file points outside the clone's worktrees")
+	}
+	return real, nil
 }
 
 // Health reports every repository, in configuration order.
