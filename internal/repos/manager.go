@@ -101,7 +101,16 @@ type Manager struct {
 
 	mu     sync.Mutex
 	closed bool
+
+	// after is time.After; tests step Run's waits through it.
+	after func(time.Duration) <-chan time.Time
 }
+
+// retryFirst is the wait before the first retry of a repository that has
+// no checkout yet; each failure doubles it, up to SyncEvery. A clone that
+// failed at start for a passing reason (a network blip while the pod came
+// up) is then served within seconds, not after a whole sync interval.
+const retryFirst = 2 * time.Second
 
 // repo is one configured repository and its state.
 type repo struct {
@@ -212,7 +221,7 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{opts: opts, log: log.With("component", "repos"), specs: specs, repos: map[string]*repo{}}
+	m := &Manager{opts: opts, log: log.With("component", "repos"), specs: specs, repos: map[string]*repo{}, after: time.After}
 	var errs []error
 	for _, s := range specs {
 		r := &repo{spec: s}
@@ -369,7 +378,7 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 		if msg == "" {
 			msg = "no clone yet"
 		}
-		return nil, fmt.Errorf("%w: %s: its clone failed (%s); it is retried every %s", ErrUnavailable, name, msg, m.opts.SyncEvery)
+		return nil, fmt.Errorf("%w: %s: its clone failed (%s); it is retried within seconds, then less often, up to every %s", ErrUnavailable, name, msg, m.opts.SyncEvery)
 	}
 	s.refs++
 	r.mu.Unlock()
@@ -438,9 +447,11 @@ func (m *Manager) SyncNow(ctx context.Context, name string) error {
 }
 
 // Run fetches every url repo every SyncEvery until ctx is done, each repo
-// on its own schedule so a slow remote does not delay the others. Failures
-// are logged, recorded for Health and passed to OnSync; the last good
-// checkout stays in use.
+// on its own schedule so a slow remote does not delay the others. A repo
+// with no checkout yet (its clone failed) is retried sooner: after 2s,
+// then twice as long after each failure, up to SyncEvery. Failures are
+// logged, recorded for Health and passed to OnSync; the last good checkout
+// stays in use.
 func (m *Manager) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, r := range m.repos {
@@ -448,19 +459,34 @@ func (m *Manager) Run(ctx context.Context) {
 			continue
 		}
 		wg.Go(func() {
-			tick := time.NewTicker(m.opts.SyncEvery)
-			defer tick.Stop()
+			var retry time.Duration
 			for {
+				wait := m.opts.SyncEvery
+				if r.current() == "" {
+					retry = nextRetry(retry, m.opts.SyncEvery)
+					wait = retry
+				} else {
+					retry = 0
+				}
 				select {
 				case <-ctx.Done():
 					return
-				case <-tick.C:
+				case <-m.after(wait):
 					m.sync(ctx, r)
 				}
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// nextRetry doubles the wait before retrying a repo that has no checkout,
+// from retryFirst up to limit.
+func nextRetry(prev, limit time.Duration) time.Duration {
+	if prev <= 0 {
+		return min(retryFirst, limit)
+	}
+	return min(2*prev, limit)
 }
 
 // sync is one fetch-and-update of a url repo with its bookkeeping.
@@ -488,7 +514,7 @@ func (m *Manager) sync(ctx context.Context, r *repo) error {
 	log := m.log.With("repo", r.spec.Name, "remote", r.remote)
 	switch {
 	case err != nil && after == "":
-		log.Error("repository unavailable: clone failed; retrying at the next sync", "err", err, "every", m.opts.SyncEvery)
+		log.Error("repository unavailable: clone failed; retrying within seconds, then less often", "err", err, "at_most_every", m.opts.SyncEvery.String())
 	case err != nil:
 		log.Warn("fetch failed; keeping the last good checkout", "err", err, "commit", after)
 	case before != after:

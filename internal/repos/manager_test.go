@@ -288,7 +288,7 @@ func TestCloneFailureAtStart(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Acquire(later) = %v, want ErrUnavailable", err)
 	}
-	for _, want := range []string{"later", "clone failed", "retried every 1m0s"} {
+	for _, want := range []string{"later", "clone failed", "retried within seconds", "up to every 1m0s"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Acquire error %q lacks %q", err, want)
 		}
@@ -558,5 +558,91 @@ func BenchmarkAcquireRelease(b *testing.B) {
 				l.Release()
 			}
 		})
+	}
+}
+
+// TestRunRetriesCloneWithBackoff: a repository whose clone failed at
+// start is retried after 2s, then twice as long after each failure, up to
+// SyncEvery, and back on SyncEvery once it is served. Run's waits are
+// stepped by the test, so no wall time passes.
+func TestRunRetriesCloneWithBackoff(t *testing.T) {
+	up := newRemote(t)
+	up.commit("main", map[string]string{"f": "1"})
+	hidden := up.bare + ".hidden"
+	if err := os.Rename(up.bare, hidden); err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, []Spec{{Name: "r", URL: up.URL, Channels: []string{"*"}}}, Options{SyncEvery: time.Minute})
+	if m.Health()[0].Available {
+		t.Fatal("available before its remote exists")
+	}
+	type step struct {
+		wait time.Duration
+		fire chan time.Time
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	steps := make(chan step)
+	m.after = func(d time.Duration) <-chan time.Time {
+		s := step{wait: d, fire: make(chan time.Time, 1)}
+		select {
+		case steps <- s:
+		case <-ctx.Done():
+		}
+		return s.fire
+	}
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	next := func() step {
+		t.Helper()
+		select {
+		case s := <-steps:
+			return s
+		case <-time.After(guard):
+			t.Fatal("Run did not wait for a next sync")
+			return step{}
+		}
+	}
+	var got []time.Duration
+	for range 7 {
+		s := next()
+		got = append(got, s.wait)
+		s.fire <- time.Now() // another failed clone
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("waits between clone attempts (-want +got):\n%s", diff)
+	}
+
+	s := next()
+	if err := os.Rename(hidden, up.bare); err != nil {
+		t.Fatal(err)
+	}
+	s.fire <- time.Now() // this attempt clones
+	s = next()
+	if !m.Health()[0].Available {
+		t.Fatalf("Health = %+v after the remote appeared", m.Health()[0])
+	}
+	if s.wait != time.Minute {
+		t.Errorf("wait once served = %s, want SyncEvery", s.wait)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(guard):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func TestNextRetry(t *testing.T) {
+	for _, c := range []struct{ prev, limit, want time.Duration }{
+		{0, time.Minute, 2 * time.Second},
+		{2 * time.Second, time.Minute, 4 * time.Second},
+		{40 * time.Second, time.Minute, time.Minute},
+		{time.Minute, time.Minute, time.Minute},
+		{0, time.Second, time.Second}, // SyncEvery below the first retry
+	} {
+		if got := nextRetry(c.prev, c.limit); got != c.want {
+			t.Errorf("nextRetry(%s, %s) = %s, want %s", c.prev, c.limit, got, c.want)
+		}
 	}
 }
