@@ -46,7 +46,7 @@ func NewGitChecker(ctx context.Context, dir, rev string) (*GitChecker, error) {
 
 // NewGitCheckerFor is NewGitChecker over the repository git names (its
 // GitDir pinned by the caller, typically from the checkout's Workspace).
-// Every git run goes through git's hardening, so the repository's config
+// Every git run goes through gitexec's hardening, so the repository's config
 // runs no program.
 func NewGitCheckerFor(ctx context.Context, git gitexec.Git, rev string) (*GitChecker, error) {
 	if rev == "" || strings.HasPrefix(rev, "-") || strings.ContainsFunc(rev, isControl) {

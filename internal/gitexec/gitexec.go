@@ -176,9 +176,9 @@ func (g Git) Environ() []string {
 	return append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(cfg)))
 }
 
-// Args is the argument list before args: no pager, and the repository
-// given explicitly when g knows it.
-func (g Git) Args(args ...string) []string {
+// argv is git's argument list: no pager, the repository given explicitly
+// when g knows it, then args.
+func (g Git) argv(args ...string) []string {
 	argv := make([]string, 0, 3+len(args))
 	argv = append(argv, "--no-pager")
 	if g.GitDir != "" {
@@ -198,7 +198,7 @@ func (g Git) Command(ctx context.Context, args ...string) *exec.Cmd {
 	if bin == "" {
 		bin = "git"
 	}
-	cmd := exec.CommandContext(ctx, bin, g.Args(args...)...)
+	cmd := exec.CommandContext(ctx, bin, g.argv(args...)...)
 	cmd.Dir = g.Dir
 	cmd.Env = g.Environ()
 	cmd.WaitDelay = 2 * time.Second

@@ -79,7 +79,7 @@ var errStopReading = errors.New("stop reading")
 
 // gitRun is one git invocation.
 type gitRun struct {
-	args  []string // after the gitHardening options
+	args  []string // git's arguments, after the ones gitexec adds
 	stdin string
 	// read consumes stdout. Returning errStopReading kills git and ends
 	// the call without error; any other error kills git and is returned.
