@@ -10,7 +10,8 @@
 // (path#L10, path:L10-L20, `path` lines 10-20, Go's file.go:12:5) and bare
 // paths in inline code. Fenced code blocks are never read or changed.
 //
-// The package imports no other internal package: callers hand it a Checker
+// The package imports no other internal package but the leaf gitexec, which
+// runs its git; callers hand it a Checker
 // (GitChecker over a repository at a fixed commit, FSChecker over a plain
 // directory) and a Web view derived from the remote or from configuration.
 // All functions are safe for concurrent use; GitChecker and FSChecker are too.

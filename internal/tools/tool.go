@@ -3,8 +3,8 @@
 // calls by name, and the Workspace that confines every file access to the
 // checkout.
 //
-// It must not import any other internal package: the agent adapts these types
-// to the model's.
+// It must not import any other internal package but the leaf gitexec, the one
+// way git is run: the agent adapts these types to the model's.
 package tools
 
 import (
