@@ -12,12 +12,13 @@
 // GIT_EXTERNAL_DIFF or GIT_CONFIG_PARAMETERS of its own would redirect or
 // reconfigure git), pagers, editors, askpass programs and locale.
 //
-// What config cannot switch off, the command must avoid: attribute-driven
-// drivers (filter.<name>.clean/smudge/process, diff.<name>.textconv and
-// .command) have no wildcard to reset. Read paths therefore use commands
-// that never run them (ls-files, rev-parse, cat-file --batch without
-// --filters, log/show/blame with --no-textconv and --no-ext-diff, and
-// history rather than the working tree). Commands that write a working
+// Attribute-driven drivers (filter.<name>.clean/smudge/process,
+// diff.<name>.textconv and .command, merge.<name>.driver) have no wildcard
+// to reset. Read paths therefore use commands that never run them
+// (ls-files, rev-parse, cat-file --batch without --filters, log/show/blame
+// with --no-textconv and --no-ext-diff, and history rather than the
+// working tree), and WithoutDrivers switches off, by name, the ones a
+// repository defines when it is opened. Commands that write a working
 // tree (worktree add) run filters and are only used on clones whose
 // config askrepo wrote itself.
 //
@@ -27,6 +28,7 @@ package gitexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -203,4 +205,34 @@ func (g Git) Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd.Env = g.Environ()
 	cmd.WaitDelay = 2 * time.Second
 	return cmd
+}
+
+// driverKeys matches the settings through which a repository's
+// .gitattributes makes git run a program: filter drivers, diff drivers
+// (textconv, an external diff command) and merge drivers.
+const driverKeys = `^(filter|diff|merge)\..+\.(clean|smudge|process|textconv|command|driver)$`
+
+// WithoutDrivers returns g with every filter, diff and merge driver the
+// repository's config defines (as g reads it now) set to empty, which
+// switches a filter off and makes a driver fail instead of running. git
+// has no wildcard for them, so their names are read from the config once;
+// call it when the repository is opened. It is a second line: read paths
+// use commands that run no driver in the first place.
+func (g Git) WithoutDrivers(ctx context.Context) (Git, error) {
+	out, err := g.Command(ctx, "config", "--null", "--name-only", "--get-regexp", driverKeys).Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 {
+		return g, nil // none defined
+	}
+	if err != nil {
+		return g, fmt.Errorf("read the repository's drivers: %w", err)
+	}
+	cfg := slices.Clone(g.Config)
+	for key := range strings.SplitSeq(string(out), "\x00") {
+		if key = strings.TrimSpace(key); key != "" {
+			cfg = append(cfg, [2]string{key, ""})
+		}
+	}
+	g.Config = cfg
+	return g, nil
 }

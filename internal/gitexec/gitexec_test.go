@@ -2,6 +2,7 @@ package gitexec_test
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -143,5 +144,46 @@ func TestOperatorSettings(t *testing.T) {
 	offline, _ := gitexec.Git{}.Command(t.Context(), "config", "--get", "protocol.allow").Output()
 	if strings.TrimSpace(string(offline)) != "never" {
 		t.Errorf("without Network, protocol.allow = %q, want never", offline)
+	}
+}
+
+// Commands that do run attribute drivers — a patch without --no-textconv,
+// a diff against the working tree (clean filter), cat-file --filters
+// (smudge and process filters) — run none of the repository's once
+// WithoutDrivers has read their names. They may fail instead.
+func TestWithoutDrivers(t *testing.T) {
+	h := gitexectest.NewHostile(t)
+	g, err := gitexec.Git{Dir: h.Dir}.WithoutDrivers(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir, "README.md"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.Dir, "main.go"), []byte("package changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args  []string
+		stdin string
+	}{
+		{args: []string{"log", "-p"}},
+		{args: []string{"show", "--textconv", "HEAD:README.md"}},
+		{args: []string{"diff", "HEAD~1", "HEAD"}},
+		{args: []string{"diff", "--no-ext-diff", "--no-textconv"}},
+		{args: []string{"diff", "--no-ext-diff", "--no-textconv", "--stat"}},
+		{args: []string{"cat-file", "--filters", "HEAD:README.md"}},
+		{args: []string{"cat-file", "--filters", "HEAD:main.go"}},
+		{args: []string{"hash-object", "README.md", "main.go"}},
+	} {
+		cmd := g.Command(t.Context(), c.args...)
+		cmd.Stdin = strings.NewReader(c.stdin)
+		_ = cmd.Run() // a driver set to empty may make git fail: fine
+		h.Check(t, "git "+strings.Join(c.args, " ")+" after WithoutDrivers")
+	}
+	// Without drivers, a plain repository's answer is unchanged.
+	plain, err := gitexec.Git{Dir: gitexectest.NewRepo(t)}.WithoutDrivers(t.Context())
+	if err != nil || len(plain.Config) != 0 {
+		t.Errorf("WithoutDrivers on a plain repository = %v, %v; want no settings", plain.Config, err)
 	}
 }

@@ -209,3 +209,20 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// The runner a checkout hands out has the repository's drivers switched
+// off, so even a command that would run one (a patch with textconv, a
+// diff against the working tree) runs none.
+func TestWorkspaceGitSwitchesDriversOff(t *testing.T) {
+	h := gitexectest.NewHostile(t)
+	ws := wsNew(t, h.Dir, WorkspaceOptions{})
+	g, err := ws.Git(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsWriteFiles(t, h.Dir, map[string]string{"README.md": "changed\n"})
+	for _, args := range [][]string{{"log", "-p", "--no-ext-diff"}, {"diff", "--no-ext-diff", "--stat"}} {
+		_ = g.Command(t.Context(), args...).Run()
+		h.Check(t, "git "+strings.Join(args, " ")+" through Workspace.Git")
+	}
+}

@@ -91,6 +91,13 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 	}
 	g := w.gitBase()
 	g.GitDir, g.WorkTree = gitDir, top
+	// The tools' commands run no filter or diff driver; should one ever
+	// slip in, the drivers the repository defines are switched off too.
+	g, err = g.WithoutDrivers(ctx)
+	if err != nil {
+		w.log.Warn("cannot read the repository's config; not using git", "dir", w.dir, "err", err)
+		return gitRepo{err: ErrNotGitRepo}
+	}
 	return gitRepo{git: g}
 }
 
