@@ -226,3 +226,22 @@ func TestWorkspaceGitSwitchesDriversOff(t *testing.T) {
 		h.Check(t, "git "+strings.Join(args, " ")+" through Workspace.Git")
 	}
 }
+
+// A .git directory swapped for a .git file after the checkout was opened
+// turns git off from the next call on; it does not redirect the tools.
+func TestGitDirSwappedAfterOpen(t *testing.T) {
+	elsewhere := gitexectest.NewRepo(t)
+	dir := gitexectest.NewRepo(t)
+	ws := wsNew(t, dir, WorkspaceOptions{})
+	if _, err := ws.Git(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	wsWriteFiles(t, dir, map[string]string{".git": "gitdir: " + filepath.Join(elsewhere, ".git") + "\n"})
+	out, err := NewGitLog(ws, GitOptions{}).Run(t.Context(), json.RawMessage(`{}`))
+	if !errors.Is(err, ErrForeignGitDir) {
+		t.Errorf("git_log after the swap = %q, %v; want ErrForeignGitDir", out, err)
+	}
+}

@@ -46,6 +46,16 @@ func (w *Workspace) Git(ctx context.Context) (gitexec.Git, error) {
 		}
 		w.repo = &r
 	}
+	if w.repo.err == nil && w.gitDir == "" {
+		// The checkout is someone else's directory and may change under
+		// us: a .git directory swapped for a file or symlink after the
+		// check would redirect even an explicit --git-dir. One lstat per
+		// call keeps the check true.
+		if fi, err := os.Lstat(w.repo.git.GitDir); err != nil || !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
+			w.log.Warn("git history is off for this checkout: its .git changed after it was checked", "dir", w.dir)
+			w.repo = &gitRepo{err: fmt.Errorf("%w: its .git was replaced after the checkout was opened; git history is off for this checkout", ErrForeignGitDir)}
+		}
+	}
 	return w.repo.git, w.repo.err
 }
 
