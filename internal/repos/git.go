@@ -173,10 +173,10 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // gitCall is one git invocation, built by gitexec: no config but the
 // repository's and the operator's, every key that could run a program set
 // on the command line's level, and the service's GIT_ variables dropped.
+// The operator's credentials (auth) travel in its environment.
 type gitCall struct {
-	dir    string      // working directory; "" = the current one
-	git    gitexec.Git // a checkout's own runner (Workspace.Git); zero = plain
-	config [][2]string // extra config for this call (safe.directory)
+	dir string      // working directory; "" = the current one
+	git gitexec.Git // a checkout's own runner (Workspace.Git); zero = plain
 	// auth holds credentials for calls that reach the remote; only those
 	// may use a transport at all.
 	auth    *auth
@@ -204,7 +204,7 @@ func (c gitCall) run(ctx context.Context, args ...string) (string, error) {
 	if c.dir != "" {
 		g.Dir = c.dir
 	}
-	g.Config = slices.Concat(g.Config, c.config, a.config)
+	g.Config = slices.Concat(g.Config, a.config)
 	g.Env = slices.Concat(g.Env, a.env)
 	g.Network = c.auth != nil
 	cmd := g.Command(ctx, args...)

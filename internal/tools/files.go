@@ -40,7 +40,8 @@ type filesCache struct {
 // sorted, slash-separated relative paths, without deny-listed ones. In a git
 // checkout it is exactly what git shows (tracked files plus untracked ones
 // that are not ignored, honouring nested .gitignore, .git/info/exclude and
-// the user's excludes file); tracked files deleted from disk are dropped.
+// $XDG_CONFIG_HOME/git/ignore; no global or system config is read); tracked
+// files deleted from disk are dropped.
 // Otherwise a walk skips SkipDirs. Symlinked directories are listed as
 // entries, never entered.
 //
