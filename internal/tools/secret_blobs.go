@@ -237,7 +237,10 @@ func (g *gitCLI) secretsAt(ctx context.Context, sha string) (*secretBlobs, error
 func (g *gitCLI) secretsOf(ctx context.Context, sha string) (*secretBlobs, error) {
 	tips, err := g.refTips(ctx)
 	switch {
-	case errors.Is(err, ErrNotGitRepo), errors.Is(err, exec.ErrNotFound):
+	case errors.Is(err, ErrNotGitRepo), errors.Is(err, ErrForeignGitDir), errors.Is(err, exec.ErrNotFound):
+		// No history the tools may read: nothing of it to hide either.
+		// A refused git directory is another repository's, which the
+		// checkout is served without.
 		return nil, nil
 	case err != nil:
 		return nil, secretsError(err)

@@ -294,19 +294,26 @@ func TestSecretBlobsFailClosed(t *testing.T) {
 	}
 }
 
-// TestSecretBlobsOutsideGit: a checkout that is not a repository has no
-// history to hide, and its files read as usual.
+// TestSecretBlobsOutsideGit: a checkout that is not a repository, or
+// whose git directory is refused (its .git points elsewhere), has no
+// history the tools may read or hide, and its files read as usual.
 func TestSecretBlobsOutsideGit(t *testing.T) {
-	dir := t.TempDir()
-	wsWriteFiles(t, dir, map[string]string{"a.txt": envSecretText})
-	ws := wsNew(t, dir, WorkspaceOptions{})
-	got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "a.txt"})
-	if err != nil || !strings.Contains(got, "DB_PASSWORD") {
-		t.Errorf("read a.txt = %q, %v", got, err)
-	}
-	set, err := newGitCLI(ws, GitOptions{}).secrets(context.Background())
-	if err != nil || !set.empty() {
-		t.Errorf("secrets outside git = %v, %v; want an empty set", set, err)
+	plain := t.TempDir()
+	wsWriteFiles(t, plain, map[string]string{"a.txt": envSecretText})
+	foreign := t.TempDir()
+	wsWriteFiles(t, foreign, map[string]string{"a.txt": envSecretText, ".git": "gitdir: " + secretHistoryFixture(t).dir + "/.git\n"})
+	for name, dir := range map[string]string{"not a repository": plain, "a .git file pointing elsewhere": foreign} {
+		t.Run(name, func(t *testing.T) {
+			ws := wsNew(t, dir, WorkspaceOptions{})
+			got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "a.txt"})
+			if err != nil || !strings.Contains(got, "DB_PASSWORD") {
+				t.Errorf("read a.txt = %q, %v", got, err)
+			}
+			set, err := newGitCLI(ws, GitOptions{}).secrets(context.Background())
+			if err != nil || !set.empty() {
+				t.Errorf("secrets = %v, %v; want an empty set", set, err)
+			}
+		})
 	}
 }
 
@@ -324,7 +331,9 @@ func TestSecretBlobsAcrossWorktrees(t *testing.T) {
 	})
 	tree := filepath.Join(t.TempDir(), "tree")
 	histGit(t, repo.dir, nil, "worktree", "add", "-q", "--detach", tree, "HEAD")
-	ws := wsNew(t, tree, WorkspaceOptions{})
+	// As the repository manager opens the worktrees it made: their .git is
+	// a file, so the git directory is named, not discovered.
+	ws := wsNew(t, tree, WorkspaceOptions{GitDir: filepath.Join(repo.dir, ".git", "worktrees", "tree")})
 	for _, c := range []struct {
 		tool Tool
 		args map[string]any
