@@ -54,11 +54,13 @@ echo "tree: $(go env GOROOT)/src ($(go version | cut -d' ' -f3)), $(git -C "$tre
 
 # rg searches what search_code searches: .gitignore honoured (rg does so by
 # default), hidden files included (git lists them), .git itself left out,
-# the Workspace's default deny-list (tools.DefaultDeny: keys, certificates,
-# .env) left out, files over 2 MB skipped. Both count matching lines.
-deny=(-g '!.env' -g '!.env.*' -g '!*.pem' -g '!*.key' -g '!*.p12' -g '!*.pfx' -g '!id_rsa*' -g '!id_dsa*'
-	-g '!id_ecdsa*' -g '!id_ed25519*' -g '!.netrc' -g '!.npmrc' -g '!.pypirc' -g '!.pgpass' -g '!.git-credentials'
-	-g '!credentials*.json')
+# the Workspace's default deny-list (tools.DefaultDeny, printed by
+# searchbench so the two cannot drift; case-insensitive, as the Workspace
+# matches it) left out, files over 2 MB skipped. Both count matching lines.
+deny=()
+while IFS= read -r glob; do
+	deny+=(--iglob "$glob")
+done < <("$work/searchbench" -mode rg-globs)
 rg=(rg --hidden -g '!.git' "${deny[@]}" --max-filesize 2M)
 sb="$work/searchbench -dir $tree"
 

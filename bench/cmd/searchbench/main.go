@@ -33,13 +33,17 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("searchbench", flag.ContinueOnError)
 	dir := fs.String("dir", ".", "checkout to search")
 	n := fs.Int("n", 1, "iterations")
-	mode := fs.String("mode", "search", "search (search_code), list (list_files recursive) or files (Workspace.Files)")
+	mode := fs.String("mode", "search", "search (search_code), list (list_files recursive), files (Workspace.Files), or rg-globs (print the default deny-list as ripgrep exclusions, one a line)")
 	input := fs.String("args", `{}`, "tool arguments as JSON, e.g. {\"pattern\": \"foo\"}")
 	cache := fs.Bool("cache", false, "reuse the Workspace's file list between iterations, as the bot does")
 	workers := fs.Int("workers", 0, "search_code workers (0: GOMAXPROCS)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *mode == "rg-globs" {
+		printRgGlobs()
+		return nil
 	}
 	opts := tools.WorkspaceOptions{}
 	if !*cache {
@@ -105,3 +109,17 @@ func run(ctx context.Context, args []string) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// printRgGlobs prints tools.DefaultDeny as ripgrep --iglob exclusions, so
+// that rg leaves out what search_code leaves out, in any letter case. A
+// re-allowing pattern (!.env.example) has no exclusion form in rg, where a
+// glob without "!" would restrict the search to it: it is left out, which
+// keeps a few more files from rg's side only.
+func printRgGlobs() {
+	for _, p := range tools.DefaultDeny {
+		if strings.HasPrefix(p, "!") {
+			continue
+		}
+		fmt.Println("!" + strings.TrimSuffix(p, "/"))
+	}
+}
