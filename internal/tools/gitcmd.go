@@ -263,6 +263,9 @@ func gitFirstLines(s string, n int) string {
 // Paths in diffstats and pathspecs are made relative to the checkout, so a
 // checkout below the top sees only its own part of the history.
 func (g *gitCLI) prefix(ctx context.Context) (string, error) {
+	if p, _, ok := g.ws.gitLayout(ctx); ok && !g.opts.CheckOwnership {
+		return p, nil
+	}
 	out, _, err := g.output(ctx, 4096, "rev-parse", "--show-prefix")
 	if err != nil {
 		return "", err

@@ -27,6 +27,24 @@ var ErrForeignGitDir = errors.New("the checkout's git directory is not its own")
 type gitRepo struct {
 	git gitexec.Git
 	err error
+	// layout says that prefix and common are known: where the checkout
+	// sits in the repository ("" at its top, "sub/dir/" below it) and the
+	// repository's common git directory. Resolving them once saves a git
+	// process on every later tool call.
+	layout         bool
+	prefix, common string
+}
+
+// gitLayout returns the checkout's place in its repository and the
+// repository's common git directory, as resolved once; ok is false when
+// git is off for the checkout or they are not known.
+func (w *Workspace) gitLayout(ctx context.Context) (prefix, common string, ok bool) {
+	if _, err := w.Git(ctx); err != nil {
+		return "", "", false
+	}
+	w.gitMu.Lock()
+	defer w.gitMu.Unlock()
+	return w.repo.prefix, w.repo.common, w.repo.layout
 }
 
 // Git returns the hardened git runner for the checkout, with --git-dir and
@@ -71,7 +89,17 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 	if w.gitDir != "" {
 		g := w.gitBase()
 		g.GitDir, g.WorkTree = w.gitDir, w.dir
-		return gitRepo{git: g}
+		r := gitRepo{git: g}
+		// A worktree the caller made: the checkout is its top, and its
+		// commondir file names the repository it belongs to.
+		if b, err := os.ReadFile(filepath.Join(w.gitDir, "commondir")); err == nil {
+			common := strings.TrimSpace(string(b))
+			if !filepath.IsAbs(common) {
+				common = filepath.Join(w.gitDir, common)
+			}
+			r.layout, r.common = true, filepath.Clean(common)
+		}
+		return r
 	}
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
@@ -108,7 +136,16 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 		w.log.Warn("cannot read the repository's config; not using git", "dir", w.dir, "err", err)
 		return gitRepo{err: ErrNotGitRepo}
 	}
-	return gitRepo{git: g}
+	r := gitRepo{git: g, common: common}
+	if realTop, err := filepath.EvalSymlinks(top); err == nil {
+		if rel, err := filepath.Rel(realTop, w.real); err == nil && !strings.HasPrefix(rel, "..") {
+			r.layout = true
+			if rel != "." {
+				r.prefix = filepath.ToSlash(rel) + "/"
+			}
+		}
+	}
+	return r
 }
 
 // foreignGitDir says why the repository git found for the checkout is not

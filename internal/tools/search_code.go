@@ -167,18 +167,31 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 
+	// The secret blobs come from git's history, the file list from the
+	// index and the tree: the two are independent, so they are fetched
+	// side by side. Both end with ctx, and the call waits for both.
+	type secretsResult struct {
+		set *secretBlobs
+		err error
+	}
+	secretsc := make(chan secretsResult, 1)
+	go func() {
+		set, err := s.ws.secretSet(ctx)
+		secretsc <- secretsResult{set, err}
+	}()
 	scope, err := s.scope(ctx, args.Path)
+	sr := <-secretsc
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("search: listing the files took longer than %s: %w", roundBudget(budget), ctx.Err())
 		}
 		return "", err
 	}
-	files := filterInclude(scope.files, args.Include)
-	secrets, err := s.ws.secretSet(ctx)
-	if err != nil {
-		return "", err
+	if sr.err != nil {
+		return "", sr.err
 	}
+	secrets := sr.set
+	files := filterInclude(scope.files, args.Include)
 	readers, closeRoot := s.readers()
 	defer closeRoot()
 	readers = withSecretFilter(readers, secrets)

@@ -297,15 +297,18 @@ func (g *gitCLI) secretIndex(ctx context.Context) (*secretIndex, error) {
 	if c.idx != nil {
 		return c.idx, nil
 	}
-	out, _, err := g.output(ctx, 64<<10, "rev-parse", "--git-common-dir")
-	if err != nil {
-		return nil, err
-	}
-	// Relative to the checkout unless git says otherwise (git before 2.31
-	// has no --path-format).
-	common := strings.TrimSpace(string(out))
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(g.ws.Dir(), common)
+	_, common, ok := g.ws.gitLayout(ctx)
+	if !ok {
+		out, _, err := g.output(ctx, 64<<10, "rev-parse", "--git-common-dir")
+		if err != nil {
+			return nil, err
+		}
+		// Relative to the checkout unless git says otherwise (git before
+		// 2.31 has no --path-format).
+		common = strings.TrimSpace(string(out))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(g.ws.Dir(), common)
+		}
 	}
 	var key strings.Builder
 	key.WriteString(filepath.Clean(common))
