@@ -15,8 +15,8 @@ import (
 	"strings"
 
 	"github.com/askrepo/askrepo/internal/cite"
-	"github.com/askrepo/askrepo/internal/tools"
 	"github.com/askrepo/askrepo/internal/gitexec"
+	"github.com/askrepo/askrepo/internal/tools"
 )
 
 // Checked is an answer whose citations were checked against a lease.
