@@ -49,6 +49,12 @@ func TestImportRules(t *testing.T) {
 		{"internal/termsafe imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/termsafe" && strings.HasPrefix(dep, mod+"internal/")
 		}},
+		{"internal/budget imports no other internal package but llm", func(pkg, dep string) bool {
+			return pkg == "internal/budget" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/llm"
+		}},
+		{"internal/session stores history and leaves its budget to internal/budget's callers", func(pkg, dep string) bool {
+			return strings.HasPrefix(pkg, "internal/session") && dep == mod+"internal/budget"
+		}},
 	}
 	if len(imports) < 5 {
 		t.Fatalf("go list found only %d packages: %v", len(imports), imports)

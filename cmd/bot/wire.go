@@ -11,11 +11,11 @@ import (
 	"os"
 
 	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/budget"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/repos"
-	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -57,7 +57,7 @@ type core struct {
 	// cal learns the model's tokens per estimated token; the agent's
 	// in-turn guard and Slack's compaction between turns share it and
 	// budget.
-	cal    *session.Calibrator
+	cal    *budget.Calibrator
 	budget int
 }
 
@@ -113,11 +113,11 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 	if err != nil {
 		return nil, fmt.Errorf("repositories: %w", err)
 	}
-	budget := cfg.Budget
-	if budget == 0 {
-		budget = session.DefaultBudget(name)
+	tokens := cfg.Budget
+	if tokens == 0 {
+		tokens = budget.DefaultBudget(name)
 	}
-	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &session.Calibrator{}, budget: budget}, nil
+	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens}, nil
 }
 
 // newAgent builds the loop over one checkout. Agents are cheap; every

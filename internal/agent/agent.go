@@ -80,7 +80,7 @@ type Config struct {
 	// Turn.Appended and Observer.StepDone report the full messages, so the
 	// caller's history stays complete (and is compacted between turns).
 	// It must be deterministic and return changed false when nothing is to
-	// be done. session.Calibrator.Compactor builds one.
+	// be done. budget.Calibrator.Compactor builds one.
 	Compact func(msgs []llm.Message, tools []llm.ToolSpec) ([]llm.Message, bool)
 	// Logger receives one Info line per turn and Debug lines per step and
 	// call; the caller narrows it (component, thread). Default: discard.

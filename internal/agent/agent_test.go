@@ -1105,7 +1105,7 @@ func TestRunCompactHook(t *testing.T) {
 		if size < 6000 {
 			return msgs, false
 		}
-		// Stub every tool result so far, as session.Compact would.
+		// Stub every tool result so far, as budget.Compact would.
 		out := slices.Clone(msgs)
 		for i := range out {
 			if out[i].Role == llm.RoleTool {

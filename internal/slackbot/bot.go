@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/budget"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
@@ -146,13 +147,13 @@ type Config struct {
 	// RecoverReport. Either way the thread is told in one sentence.
 	Recovery string
 	// ContextBudget is the most prompt tokens a thread's history may take
-	// before it is compacted, once, between turns (session.Compact);
+	// before it is compacted, once, between turns (budget.Compact);
 	// 0 turns compaction off. Model names the model for the Calibrator,
 	// which learns from the prompt tokens each step reports how far the
 	// byte-based estimate is off; nil means one of the bot's own.
 	ContextBudget int
 	Model         string
-	Calibrator    *session.Calibrator
+	Calibrator    *budget.Calibrator
 
 	// Followups is FollowupsAll (default) or FollowupsMention.
 	Followups string
@@ -335,7 +336,7 @@ func New(cfg Config) (*Bot, error) {
 		cfg.Registry = prometheus.NewRegistry()
 	}
 	if cfg.Calibrator == nil {
-		cfg.Calibrator = &session.Calibrator{}
+		cfg.Calibrator = &budget.Calibrator{}
 	}
 	if _, ok := cfg.Answerer.(Resumer); !ok && cfg.Recovery == RecoverResume && cfg.Repos == nil {
 		cfg.Recovery = RecoverRerun

@@ -4,14 +4,15 @@ import (
 	"context"
 	"slices"
 
+	"github.com/askrepo/askrepo/internal/budget"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/session"
 )
 
-// estimateRaw is session.EstimateTokens of a request sending history: the
+// estimateRaw is budget.EstimateTokens of a request sending history: the
 // system prompt and the tools counted in when the Answerer reports them.
 func (b *Bot) estimateRaw(history []llm.Message) int {
-	return session.EstimateTokens(b.withSystem(history), b.tools)
+	return budget.EstimateTokens(b.withSystem(history), b.tools)
 }
 
 func (b *Bot) withSystem(history []llm.Message) []llm.Message {
@@ -27,7 +28,7 @@ func (b *Bot) withSystem(history []llm.Message) []llm.Message {
 // cache misses once, at the compaction). Compaction happens here, between
 // turns, in one go; a single turn that outgrows the budget on its own is
 // the agent's Compact hook's to handle. The question and the answers are
-// kept verbatim (see session.Compact). On a store error the history is used
+// kept verbatim (see budget.Compact). On a store error the history is used
 // as it is and compaction is tried again next turn.
 func (b *Bot) compactHistory(ctx context.Context, key session.Key, history []llm.Message, user llm.Message) []llm.Message {
 	if b.cfg.ContextBudget <= 0 || len(history) == 0 {
@@ -38,7 +39,7 @@ func (b *Bot) compactHistory(ctx context.Context, key session.Key, history []llm
 	}
 	all := append(slices.Clip(history), user)
 	before := est(all)
-	out, changed := session.Compact(all, b.cfg.ContextBudget, est)
+	out, changed := budget.Compact(all, b.cfg.ContextBudget, est)
 	if !changed {
 		return history
 	}

@@ -1,4 +1,4 @@
-package session
+package budget
 
 import (
 	"fmt"
