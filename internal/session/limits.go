@@ -34,24 +34,19 @@ type Limits struct {
 	MaxMessageBytes int
 }
 
-func (l Limits) maxMessages() int {
-	switch {
-	case l.MaxMessages == 0:
-		return DefaultMaxMessages
-	case l.MaxMessages < 0:
-		return 0
-	}
-	return l.MaxMessages
-}
+func (l Limits) maxMessages() int     { return limitOr(l.MaxMessages, DefaultMaxMessages) }
+func (l Limits) maxMessageBytes() int { return limitOr(l.MaxMessageBytes, DefaultMaxMessageBytes) }
 
-func (l Limits) maxMessageBytes() int {
+// limitOr reads a limit as Limits documents it: 0 means def, a negative
+// value means none (returned as 0).
+func limitOr(v, def int) int {
 	switch {
-	case l.MaxMessageBytes == 0:
-		return DefaultMaxMessageBytes
-	case l.MaxMessageBytes < 0:
+	case v == 0:
+		return def
+	case v < 0:
 		return 0
 	}
-	return l.MaxMessageBytes
+	return v
 }
 
 // clip returns m with an oversize Content elided in the middle.
@@ -100,5 +95,18 @@ func (l Limits) trimTurns(n int, role func(i int) llm.Role) (int, error) {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("history of %d messages is over the limit of %d even after dropping older turns: %w", n, max, ErrTooLarge)
+	return 0, errOverLimit(int64(n), int64(max))
+}
+
+// overLimit returns the message cap and whether a history of n messages
+// is over it, for the SQL stores, which find the cut in SQL.
+func (l Limits) overLimit(n int64) (max int64, over bool) {
+	max = int64(l.maxMessages())
+	return max, max != 0 && n > max
+}
+
+// errOverLimit is the error of a history of n messages that no cut at a
+// question brings down to max.
+func errOverLimit(n, max int64) error {
+	return fmt.Errorf("history of %d messages is over the limit of %d even after dropping older turns: %w", n, max, ErrTooLarge)
 }

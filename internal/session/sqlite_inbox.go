@@ -75,17 +75,8 @@ func (s *SQLite) ClaimReceived(ctx context.Context, owner string, hold time.Dura
 		return nil, fmt.Errorf("claim received events: %w", err)
 	}
 	defer rows.Close()
-	var out []Received
-	for rows.Next() {
-		var r Received
-		var received int64
-		if err := rows.Scan(&r.Key, &r.Data, &received); err != nil {
-			return nil, fmt.Errorf("claim received events: %w", err)
-		}
-		r.Received = fromNanos(received)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collectRows(rows, scanReceived)
+	if err != nil {
 		return nil, fmt.Errorf("claim received events: %w", err)
 	}
 	slices.SortFunc(out, byReceived)
