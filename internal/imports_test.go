@@ -52,8 +52,12 @@ func TestImportRules(t *testing.T) {
 		{"internal/budget imports no other internal package but llm", func(pkg, dep string) bool {
 			return pkg == "internal/budget" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/llm"
 		}},
-		{"internal/session stores history and leaves its budget to internal/budget's callers", func(pkg, dep string) bool {
-			return strings.HasPrefix(pkg, "internal/session") && dep == mod+"internal/budget"
+		{"internal/session imports no other internal package but llm (the budget is its callers')", func(pkg, dep string) bool {
+			return pkg == "internal/session" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/llm"
+		}},
+		{"internal/session/sessiontest imports no internal package but session and llm", func(pkg, dep string) bool {
+			return pkg == "internal/session/sessiontest" && strings.HasPrefix(dep, mod+"internal/") &&
+				dep != mod+"internal/session" && dep != mod+"internal/llm"
 		}},
 	}
 	if len(imports) < 5 {

@@ -1,7 +1,3 @@
-// Package session maps a Slack thread to an agent session: its history, its
-// turns, and the persistence behind them. Store is the contract every backend
-// (in-memory, SQLite, a shared network database) implements; it speaks plain
-// Go types, no SQL dialect leaks through it.
 package session
 
 import (
