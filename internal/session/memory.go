@@ -91,8 +91,8 @@ func (m *Memory) Session(ctx context.Context, key Key) (Session, bool, error) {
 }
 
 func (m *Memory) StartTurn(ctx context.Context, t Turn, repo string, userMsg llm.Message) error {
-	if t.ID == "" {
-		return fmt.Errorf("start turn: empty turn ID")
+	if err := checkStartTurn(t); err != nil {
+		return err
 	}
 	if err := m.lock(); err != nil {
 		return err
@@ -177,8 +177,8 @@ func (m *Memory) liveTurn(id string) (*Turn, error) {
 }
 
 func (m *Memory) EndTurn(ctx context.Context, turnID string, state TurnState, errRef string) error {
-	if !state.Ended() {
-		return fmt.Errorf("end turn %s: %q is not a final state (use done, failed or stopped, or SetTurnState)", turnID, state)
+	if err := checkEndTurn(turnID, state); err != nil {
+		return err
 	}
 	if err := m.lock(); err != nil {
 		return err
@@ -218,8 +218,8 @@ func (m *Memory) SetTurnState(ctx context.Context, turnID string, state TurnStat
 }
 
 func (m *Memory) ContinueTurn(ctx context.Context, oldID string, next Turn) error {
-	if next.ID == "" {
-		return fmt.Errorf("continue turn %s: empty turn ID", oldID)
+	if err := checkContinueTurn(oldID, next); err != nil {
+		return err
 	}
 	if err := m.lock(); err != nil {
 		return err

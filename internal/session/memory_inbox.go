@@ -63,8 +63,8 @@ func addPart(parts []string, n int, ts string) ([]string, error) {
 }
 
 func (m *Memory) Receive(ctx context.Context, key string, data []byte, owner string, hold, ttl time.Duration) (bool, error) {
-	if key == "" {
-		return false, fmt.Errorf("receive an event: empty key")
+	if err := checkReceive(key); err != nil {
+		return false, err
 	}
 	if err := m.lock(); err != nil {
 		return false, err

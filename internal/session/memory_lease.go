@@ -108,8 +108,8 @@ func byOldestTurn(a, b Claim) int {
 }
 
 func (m *Memory) Enqueue(ctx context.Context, key Key, id string, data []byte, owner string, ttl time.Duration) (bool, error) {
-	if id == "" {
-		return false, fmt.Errorf("enqueue on %s: empty message ID", key)
+	if err := checkEnqueue(key, id); err != nil {
+		return false, err
 	}
 	if err := m.lock(); err != nil {
 		return false, err

@@ -272,6 +272,21 @@ func (s *Postgres) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return err
 }
 
+// pgQuerier is what a pool and a transaction both offer for reading.
+type pgQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// pgQueryAll runs query on q and scans each row with scan.
+func pgQueryAll[T any](ctx context.Context, q pgQuerier, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return collectRows(rows, scan)
+}
+
 // pgText makes s storable as PostgreSQL text.
 func pgText(s string) string {
 	if strings.IndexByte(s, 0) >= 0 {
@@ -300,13 +315,8 @@ func (s *Postgres) Sessions(ctx context.Context, limit int) ([]Session, error) {
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+sessionColumns+`
+	out, err := pgQueryAll(ctx, s.pool, scanSession, `SELECT `+sessionColumns+`
 		FROM sessions ORDER BY updated DESC, team, channel, thread LIMIT $1`, lim)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	defer rows.Close()
-	out, err := collectRows(rows, scanSession)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}

@@ -39,8 +39,8 @@ func (s *Postgres) AddPart(ctx context.Context, turnID string, n int, ts string)
 // Receive is one statement, as FirstSeen: the insert wins, or the update
 // of an expired key wins, or nothing changes.
 func (s *Postgres) Receive(ctx context.Context, key string, data []byte, owner string, hold, ttl time.Duration) (bool, error) {
-	if key == "" {
-		return false, fmt.Errorf("receive an event: empty key")
+	if err := checkReceive(key); err != nil {
+		return false, err
 	}
 	now := s.now()
 	tag, err := s.pool.Exec(ctx, `INSERT INTO inbox (key, data, owner, held, received, expires) VALUES ($1, $2, $3, $4, $5, $6)
@@ -66,14 +66,9 @@ func (s *Postgres) Handled(ctx context.Context, key string) error {
 // it, and skips it, so each event goes to one claimer.
 func (s *Postgres) ClaimReceived(ctx context.Context, owner string, hold time.Duration) ([]Received, error) {
 	now := s.now()
-	rows, err := s.pool.Query(ctx, `UPDATE inbox SET owner = $1, held = $2
+	out, err := pgQueryAll(ctx, s.pool, scanReceived, `UPDATE inbox SET owner = $1, held = $2
 		WHERE NOT handled AND held <= $3 AND expires > $3
 		RETURNING key, data, received`, pgText(owner), now.Add(hold).UnixNano(), now.UnixNano())
-	if err != nil {
-		return nil, fmt.Errorf("claim received events: %w", err)
-	}
-	defer rows.Close()
-	out, err := collectRows(rows, scanReceived)
 	if err != nil {
 		return nil, fmt.Errorf("claim received events: %w", err)
 	}

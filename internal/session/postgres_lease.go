@@ -100,7 +100,7 @@ func (s *Postgres) ClaimUnfinished(ctx context.Context, owner string, ttl time.D
 		if len(out) == 0 {
 			return nil
 		}
-		turns, err := s.queryTurns(ctx, tx, `SELECT `+turnColumns+`
+		turns, err := pgQueryAll(ctx, tx, scanTurn, `SELECT `+turnColumns+`
 			JOIN unnest($1::text[], $2::text[], $3::text[]) AS c (team, channel, thread)
 				ON c.team = s.team AND c.channel = s.channel AND c.thread = s.thread
 			WHERE t.state IN ($4, $5)`, teams, channels, threads, string(TurnRunning), string(TurnInterrupted))
@@ -131,8 +131,8 @@ func (s *Postgres) ClaimUnfinished(ctx context.Context, owner string, ttl time.D
 // row stays locked until the message is committed, so a holder's
 // NextPending that would release the thread waits and then sees it.
 func (s *Postgres) Enqueue(ctx context.Context, key Key, id string, data []byte, owner string, ttl time.Duration) (bool, error) {
-	if id == "" {
-		return false, fmt.Errorf("enqueue on %s: empty message ID", key)
+	if err := checkEnqueue(key, id); err != nil {
+		return false, err
 	}
 	if data == nil {
 		data = []byte{}

@@ -124,8 +124,8 @@ func (s *Postgres) Session(ctx context.Context, key Key) (Session, bool, error) 
 }
 
 func (s *Postgres) StartTurn(ctx context.Context, t Turn, repo string, userMsg llm.Message) error {
-	if t.ID == "" {
-		return fmt.Errorf("start turn: empty turn ID")
+	if err := checkStartTurn(t); err != nil {
+		return err
 	}
 	enc, err := s.encode([]llm.Message{userMsg})
 	if err != nil {
@@ -166,14 +166,12 @@ func (s *Postgres) StartTurn(ctx context.Context, t Turn, repo string, userMsg l
 func (s *Postgres) liveTurn(ctx context.Context, tx pgx.Tx, turnID string) (sessionID int64, err error) {
 	var state string
 	err = tx.QueryRow(ctx, `SELECT session_id, state FROM turns WHERE id = $1 FOR UPDATE`, turnID).Scan(&sessionID, &state)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, ErrNotFound
-	}
-	if err != nil {
+	missing := errors.Is(err, pgx.ErrNoRows)
+	if err != nil && !missing {
 		return 0, err
 	}
-	if TurnState(state).Ended() {
-		return 0, fmt.Errorf("state %s: %w", state, ErrTurnEnded)
+	if err := liveState(missing, TurnState(state)); err != nil {
+		return 0, err
 	}
 	return sessionID, nil
 }
@@ -211,8 +209,8 @@ func (s *Postgres) AppendStep(ctx context.Context, turnID string, msgs []llm.Mes
 }
 
 func (s *Postgres) EndTurn(ctx context.Context, turnID string, state TurnState, errRef string) error {
-	if !state.Ended() {
-		return fmt.Errorf("end turn %s: %q is not a final state (use done, failed or stopped, or SetTurnState)", turnID, state)
+	if err := checkEndTurn(turnID, state); err != nil {
+		return err
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		sid, err := s.liveTurn(ctx, tx, turnID)
@@ -257,8 +255,8 @@ func (s *Postgres) SetTurnState(ctx context.Context, turnID string, state TurnSt
 // ContinueTurn locks the old turn first: of two replicas resuming it, the
 // second waits, then finds it continued and gets ErrTurnEnded.
 func (s *Postgres) ContinueTurn(ctx context.Context, oldID string, next Turn) error {
-	if next.ID == "" {
-		return fmt.Errorf("continue turn %s: empty turn ID", oldID)
+	if err := checkContinueTurn(oldID, next); err != nil {
+		return err
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		sid, err := s.liveTurn(ctx, tx, oldID)
@@ -333,23 +331,8 @@ func (s *Postgres) SetCommit(ctx context.Context, key Key, commit string) error 
 	return nil
 }
 
-func (s *Postgres) queryTurns(ctx context.Context, q pgx.Tx, sql string, args ...any) ([]Turn, error) {
-	var rows pgx.Rows
-	var err error
-	if q != nil {
-		rows, err = q.Query(ctx, sql, args...)
-	} else {
-		rows, err = s.pool.Query(ctx, sql, args...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return collectRows(rows, scanTurn)
-}
-
 func (s *Postgres) Unfinished(ctx context.Context) ([]Turn, error) {
-	out, err := s.queryTurns(ctx, nil, `SELECT `+turnColumns+` WHERE t.state IN ($1, $2) ORDER BY t.started, t.id`,
+	out, err := pgQueryAll(ctx, s.pool, scanTurn, `SELECT `+turnColumns+` WHERE t.state IN ($1, $2) ORDER BY t.started, t.id`,
 		string(TurnRunning), string(TurnInterrupted))
 	if err != nil {
 		return nil, fmt.Errorf("list unfinished turns: %w", err)

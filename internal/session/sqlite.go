@@ -250,6 +250,16 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	return nil
 }
 
+// queryAll runs query on db and scans each row with scan.
+func queryAll[T any](ctx context.Context, db *sql.DB, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return collectRows(rows, scan)
+}
+
 // write runs fn in one write transaction.
 func (s *SQLite) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
@@ -284,13 +294,8 @@ func (s *SQLite) Sessions(ctx context.Context, limit int) ([]Session, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT `+sessionColumns+`
+	out, err := queryAll(ctx, s.r, scanSession, `SELECT `+sessionColumns+`
 		FROM sessions ORDER BY updated DESC, team, channel, thread LIMIT ?`, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	defer rows.Close()
-	out, err := collectRows(rows, scanSession)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}

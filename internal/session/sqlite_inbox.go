@@ -38,8 +38,8 @@ func (s *SQLite) AddPart(ctx context.Context, turnID string, n int, ts string) e
 // Receive is one statement, as FirstSeen: the insert wins, or the update
 // of an expired key wins, or nothing changes.
 func (s *SQLite) Receive(ctx context.Context, key string, data []byte, owner string, hold, ttl time.Duration) (bool, error) {
-	if key == "" {
-		return false, fmt.Errorf("receive an event: empty key")
+	if err := checkReceive(key); err != nil {
+		return false, err
 	}
 	now := s.now()
 	res, err := s.w.ExecContext(ctx, `INSERT INTO inbox (key, data, owner, held, received, expires) VALUES (?, ?, ?, ?, ?, ?)
@@ -68,14 +68,9 @@ func (s *SQLite) Handled(ctx context.Context, key string) error {
 // claims cannot take the same event.
 func (s *SQLite) ClaimReceived(ctx context.Context, owner string, hold time.Duration) ([]Received, error) {
 	now := s.now()
-	rows, err := s.w.QueryContext(ctx, `UPDATE inbox SET owner = ?, held = ?
+	out, err := queryAll(ctx, s.w, scanReceived, `UPDATE inbox SET owner = ?, held = ?
 		WHERE handled = 0 AND held <= ? AND expires > ?
 		RETURNING key, data, received`, owner, now.Add(hold).UnixNano(), now.UnixNano(), now.UnixNano())
-	if err != nil {
-		return nil, fmt.Errorf("claim received events: %w", err)
-	}
-	defer rows.Close()
-	out, err := collectRows(rows, scanReceived)
 	if err != nil {
 		return nil, fmt.Errorf("claim received events: %w", err)
 	}

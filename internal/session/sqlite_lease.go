@@ -127,8 +127,8 @@ func (s *SQLite) ClaimUnfinished(ctx context.Context, owner string, ttl time.Dur
 }
 
 func (s *SQLite) Enqueue(ctx context.Context, key Key, id string, data []byte, owner string, ttl time.Duration) (bool, error) {
-	if id == "" {
-		return false, fmt.Errorf("enqueue on %s: empty message ID", key)
+	if err := checkEnqueue(key, id); err != nil {
+		return false, err
 	}
 	if data == nil {
 		data = []byte{}

@@ -117,8 +117,8 @@ func (s *SQLite) Session(ctx context.Context, key Key) (Session, bool, error) {
 }
 
 func (s *SQLite) StartTurn(ctx context.Context, t Turn, repo string, userMsg llm.Message) error {
-	if t.ID == "" {
-		return fmt.Errorf("start turn: empty turn ID")
+	if err := checkStartTurn(t); err != nil {
+		return err
 	}
 	enc, err := s.encode([]llm.Message{userMsg})
 	if err != nil {
@@ -161,14 +161,12 @@ func (s *SQLite) StartTurn(ctx context.Context, t Turn, repo string, userMsg llm
 func liveTurn(ctx context.Context, tx *sql.Tx, turnID string) (sessionID int64, err error) {
 	var state string
 	err = tx.QueryRowContext(ctx, `SELECT session_id, state FROM turns WHERE id = ?`, turnID).Scan(&sessionID, &state)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, ErrNotFound
-	}
-	if err != nil {
+	missing := errors.Is(err, sql.ErrNoRows)
+	if err != nil && !missing {
 		return 0, err
 	}
-	if TurnState(state).Ended() {
-		return 0, fmt.Errorf("state %s: %w", state, ErrTurnEnded)
+	if err := liveState(missing, TurnState(state)); err != nil {
+		return 0, err
 	}
 	return sessionID, nil
 }
@@ -205,8 +203,8 @@ func (s *SQLite) AppendStep(ctx context.Context, turnID string, msgs []llm.Messa
 }
 
 func (s *SQLite) EndTurn(ctx context.Context, turnID string, state TurnState, errRef string) error {
-	if !state.Ended() {
-		return fmt.Errorf("end turn %s: %q is not a final state (use done, failed or stopped, or SetTurnState)", turnID, state)
+	if err := checkEndTurn(turnID, state); err != nil {
+		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		sid, err := liveTurn(ctx, tx, turnID)
@@ -251,8 +249,8 @@ func (s *SQLite) SetTurnState(ctx context.Context, turnID string, state TurnStat
 // ContinueTurn is one write transaction: SQLite runs one writer at a time,
 // so of two concurrent claims the second sees old ended and fails.
 func (s *SQLite) ContinueTurn(ctx context.Context, oldID string, next Turn) error {
-	if next.ID == "" {
-		return fmt.Errorf("continue turn %s: empty turn ID", oldID)
+	if err := checkContinueTurn(oldID, next); err != nil {
+		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		sid, err := liveTurn(ctx, tx, oldID)
@@ -330,13 +328,8 @@ func (s *SQLite) SetCommit(ctx context.Context, key Key, commit string) error {
 }
 
 func (s *SQLite) Unfinished(ctx context.Context) ([]Turn, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+turnColumns+` WHERE t.state IN (?, ?) ORDER BY t.started, t.id`,
+	out, err := queryAll(ctx, s.r, scanTurn, `SELECT `+turnColumns+` WHERE t.state IN (?, ?) ORDER BY t.started, t.id`,
 		string(TurnRunning), string(TurnInterrupted))
-	if err != nil {
-		return nil, fmt.Errorf("list unfinished turns: %w", err)
-	}
-	defer rows.Close()
-	out, err := collectRows(rows, scanTurn)
 	if err != nil {
 		return nil, fmt.Errorf("list unfinished turns: %w", err)
 	}
