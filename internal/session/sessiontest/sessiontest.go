@@ -2,6 +2,7 @@ package sessiontest
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -186,5 +187,192 @@ func diff(t *testing.T, what string, want, got any) {
 	t.Helper()
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", what, d)
+	}
+}
+
+// The cases for sessions as a whole: dedupe keys, listing, retention and
+// concurrency.
+
+func testFirstSeen(t *testing.T, x *h) {
+	ttl := 10 * time.Minute
+	steps := []struct {
+		name    string
+		advance time.Duration
+		key     string
+		want    bool
+	}{
+		{"first", 0, "Ev1", true},
+		{"repeat", 0, "Ev1", false},
+		{"other key", 0, "C1/1700000000.000100", true},
+		{"just before expiry", ttl - time.Second, "Ev1", false},
+		{"at expiry", time.Second, "Ev1", true},
+		{"recorded again", time.Second, "Ev1", false},
+		{"other key expired too", 0, "C1/1700000000.000100", true},
+	}
+	for _, s := range steps {
+		x.clock.Advance(s.advance)
+		got, err := x.st.FirstSeen(t.Context(), s.key, ttl)
+		if err != nil || got != s.want {
+			t.Errorf("%s: FirstSeen(%q) = %v, %v; want %v", s.name, s.key, got, err, s.want)
+		}
+	}
+}
+
+func testSessions(t *testing.T, x *h) {
+	ctx := t.Context()
+	for _, k := range []session.Key{keyB, keyA, keyC} {
+		mustStart(t, x.st, "t-"+k.Thread, k, "q")
+		x.clock.Advance(time.Minute)
+	}
+	// Touching B makes it the most recent.
+	if err := x.st.SetCommit(ctx, keyB, "abc"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := x.st.Sessions(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []session.Key
+	for _, s := range all {
+		keys = append(keys, s.Key)
+		if s.History != nil {
+			t.Errorf("Sessions returned history for %s", s.Key)
+		}
+	}
+	diff(t, "order", []session.Key{keyB, keyC, keyA}, keys)
+	if all[0].Commit != "abc" || all[0].Repo != "repo-a" || !all[0].Updated.Equal(x.clock.Now()) {
+		t.Errorf("Sessions()[0] = %+v; want commit, repo and Updated filled", all[0])
+	}
+	two, err := x.st.Sessions(ctx, 2)
+	if err != nil || len(two) != 2 || two[1].Key != keyC {
+		t.Errorf("Sessions(2) = %d sessions, err %v; want the 2 most recent", len(two), err)
+	}
+}
+
+func testPurge(t *testing.T, x *h) {
+	ctx := t.Context()
+	mustStart(t, x.st, "old", keyA, "q")
+	mustStart(t, x.st, "old-open", keyA, "q2")
+	if _, err := x.st.FirstSeen(ctx, "short", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	x.clock.Advance(time.Hour)
+	cut := x.clock.Now()
+	mustStart(t, x.st, "new", keyB, "q")
+	if _, err := x.st.FirstSeen(ctx, "long", 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := x.st.Purge(ctx, cut)
+	if err != nil || n != 1 {
+		t.Fatalf("Purge = %d, %v; want 1 session deleted", n, err)
+	}
+	if _, ok, _ := x.st.Session(ctx, keyA); ok {
+		t.Error("idle session survived Purge")
+	}
+	mustSession(t, x.st, keyB)
+	for _, id := range []string{"old", "old-open"} {
+		_, err := x.st.Turn(ctx, id)
+		wantErrIs(t, "Turn of a purged session", err, session.ErrNotFound)
+	}
+	un, err := x.st.Unfinished(ctx)
+	if err != nil || len(un) != 1 || un[0].ID != "new" {
+		t.Errorf("Unfinished after Purge = %v, %v; want only the live turn", un, err)
+	}
+	if again, _ := x.st.FirstSeen(ctx, "long", time.Hour); again {
+		t.Error("Purge dropped a dedupe key that had not expired")
+	}
+	if again, _ := x.st.FirstSeen(ctx, "short", time.Hour); !again {
+		t.Error("an expired dedupe key was still seen")
+	}
+	// The purged thread can start again from scratch.
+	mustStart(t, x.st, "fresh", keyA, "hello again")
+	diff(t, "history of a restarted thread", []llm.Message{user("hello again")}, mustSession(t, x.st, keyA).History)
+}
+
+func testConcurrentFirstSeen(t *testing.T, x *h) {
+	const n = 20
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		wins  = make(chan bool, n)
+		errs  = make(chan error, n)
+	)
+	for range n {
+		wg.Go(func() {
+			<-start
+			ok, err := x.st.FirstSeen(t.Context(), "Ev-race", time.Hour)
+			wins <- ok
+			errs <- err
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(wins)
+	close(errs)
+	got := 0
+	for ok := range wins {
+		if ok {
+			got++
+		}
+	}
+	for err := range errs {
+		if err != nil {
+			t.Errorf("FirstSeen: %v", err)
+		}
+	}
+	if got != 1 {
+		t.Errorf("%d of %d concurrent FirstSeen calls recorded the key; want exactly 1", got, n)
+	}
+}
+
+// testConcurrentWriters runs many turns at once, as the service does with
+// one worker per thread: no write may fail with a busy or locked error and
+// none may be lost.
+func testConcurrentWriters(t *testing.T, x *h) {
+	const threads, steps = 12, 8
+	var wg sync.WaitGroup
+	errs := make(chan error, threads)
+	for i := range threads {
+		wg.Go(func() {
+			ctx := t.Context()
+			key := session.Key{Team: "T", Channel: "C", Thread: fmt.Sprintf("1700000000.%06d", i)}
+			id := fmt.Sprintf("turn-%d", i)
+			if err := x.st.StartTurn(ctx, session.Turn{ID: id, Key: key}, "r", user("q")); err != nil {
+				errs <- err
+				return
+			}
+			for s := range steps {
+				msgs := toolStep(fmt.Sprintf("c%d", s), "read_file", `{}`, "x")
+				if err := x.st.AppendStep(ctx, id, msgs, llm.Usage{PromptTokens: 1}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := x.st.FirstSeen(ctx, fmt.Sprintf("%s/%d", id, s), time.Hour); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- x.st.EndTurn(ctx, id, session.TurnDone, "")
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("concurrent writer: %v", err)
+		}
+	}
+	all, err := x.st.Sessions(t.Context(), 0)
+	if err != nil || len(all) != threads {
+		t.Fatalf("Sessions = %d, %v; want %d", len(all), err, threads)
+	}
+	for _, s := range all {
+		if s.Turns != 1 || s.Usage.PromptTokens != steps {
+			t.Errorf("session %s: Turns %d, prompt tokens %d; want 1, %d", s.Key, s.Turns, s.Usage.PromptTokens, steps)
+		}
+		if h := mustSession(t, x.st, s.Key).History; len(h) != 1+2*steps {
+			t.Errorf("session %s: %d messages; want %d", s.Key, len(h), 1+2*steps)
+		}
 	}
 }

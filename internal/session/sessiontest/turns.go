@@ -11,7 +11,8 @@ import (
 	"github.com/askrepo/askrepo/internal/session"
 )
 
-// The Store contract's cases for turns and their history.
+// The Store contract's cases for turns and their history, down to the
+// exact bytes of each message and their survival across a reopen.
 
 func testStartTurn(t *testing.T, x *h) {
 	ctx := t.Context()
@@ -289,4 +290,100 @@ func testSetCommit(t *testing.T, x *h) {
 		}
 	}
 	wantErrIs(t, "SetCommit(unknown)", x.st.SetCommit(ctx, keyB, "x"), session.ErrNotFound)
+}
+
+// richHistory has every field of llm.Message set somewhere, and text that
+// trips naive encodings.
+func richHistory() []llm.Message {
+	return []llm.Message{
+		user("why does `go test` fail? 🤔\n<@U123> \"quoted\" \\ back\tslash"),
+		{
+			Role:      llm.RoleAssistant,
+			Reasoning: "Let me look at the tests first.\n\nThen the CI config.",
+			ToolCalls: []llm.ToolCall{
+				{ID: "call_1", Name: "read_file", Arguments: `{"path":"ci.yml","offset":10}`},
+				{ID: "call_2", Name: "search_code", Arguments: `{"pattern":"t.Fatal\\(", "literal":true}`},
+				{ID: "call_3", Name: "read_file", Arguments: `{not json`},
+			},
+		},
+		{Role: llm.RoleTool, ToolCallID: "call_1", Content: "10\tjobs:\n11\t  test:\n"},
+		{Role: llm.RoleTool, ToolCallID: "call_2", Content: "", IsError: false},
+		{Role: llm.RoleTool, ToolCallID: "call_3", Content: "arguments are not valid JSON: invalid character 'n'", IsError: true},
+		{Role: llm.RoleAssistant, Content: "The test job needs `-race`.\n\n```yaml\nrun: go test -race ./...\n```", Reasoning: "done"},
+		{Role: llm.RoleSystem, Content: "note: unicode \u2028 line separator and NUL-free ütf-8 日本語"},
+	}
+}
+
+func testRoundTrip(t *testing.T, x *h) {
+	ctx := t.Context()
+	hist := richHistory()
+	mustStart(t, x.st, "t1", keyA, hist[0].Content)
+	mustAppend(t, x.st, "t1", hist[1:5], llm.Usage{})
+	mustAppend(t, x.st, "t1", hist[5:], llm.Usage{})
+	diff(t, "history after appends", hist, mustSession(t, x.st, keyA).History)
+
+	if err := x.st.ReplaceHistory(ctx, keyA, hist[1:]); err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "history after replace", hist[1:], mustSession(t, x.st, keyA).History)
+}
+
+func testNoAliasing(t *testing.T, x *h) {
+	hist := richHistory()
+	mustStart(t, x.st, "t1", keyA, hist[0].Content)
+	in := hist[1:5]
+	mustAppend(t, x.st, "t1", in, llm.Usage{})
+	in[0].ToolCalls[0].Name = "changed by caller"
+	in[1].Content = "changed by caller"
+
+	got := mustSession(t, x.st, keyA)
+	got.History[1].ToolCalls[1].Arguments = "changed by reader"
+	got.History[0].Content = "changed by reader"
+
+	diff(t, "history", richHistory()[:5], mustSession(t, x.st, keyA).History)
+}
+
+func testReopen(t *testing.T, x *h) {
+	ctx := t.Context()
+	hist := richHistory()
+	mustStart(t, x.st, "done", keyA, hist[0].Content)
+	mustAppend(t, x.st, "done", hist[1:], llm.Usage{PromptTokens: 70, CachedPromptTokens: 7, CompletionTokens: 3})
+	mustEnd(t, x.st, "done", session.TurnDone)
+	if err := x.st.SetCommit(ctx, keyA, "c0ffee"); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, x.st, "running", keyB, "q")
+	if err := x.st.SetTurnState(ctx, "running", session.TurnInterrupted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.st.FirstSeen(ctx, "Ev1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	wantA := mustSession(t, x.st, keyA)
+	wantDone := mustTurn(t, x.st, "done")
+	wantUnfinished, err := x.st.Unfinished(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	x.reopen()
+	diff(t, "session after reopen", wantA, mustSession(t, x.st, keyA))
+	diff(t, "turn after reopen", wantDone, mustTurn(t, x.st, "done"))
+	gotUnfinished, err := x.st.Unfinished(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "unfinished after reopen", wantUnfinished, gotUnfinished)
+	if again, _ := x.st.FirstSeen(ctx, "Ev1", time.Hour); again {
+		t.Error("a dedupe key was forgotten across reopen")
+	}
+	// The reopened store keeps writing where it left off.
+	if err := x.st.SetTurnState(ctx, "running", session.TurnRunning); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, x.st, "running", []llm.Message{answer("a")}, llm.Usage{})
+	diff(t, "history after reopen and append", []llm.Message{user("q"), answer("a")}, mustSession(t, x.st, keyB).History)
+	if err := x.st.Ping(ctx); err != nil {
+		t.Errorf("Ping after reopen: %v", err)
+	}
 }
