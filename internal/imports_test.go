@@ -40,6 +40,9 @@ func TestImportRules(t *testing.T) {
 		{"internal/llm imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/llm" && strings.HasPrefix(dep, mod+"internal/")
 		}},
+		{"only tests import the internal/llm/llmtest kit, and it imports no internal package", func(pkg, dep string) bool {
+			return dep == mod+"internal/llm/llmtest" || pkg == "internal/llm/llmtest" && strings.HasPrefix(dep, mod+"internal/")
+		}},
 		{"internal/config imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/config" && strings.HasPrefix(dep, mod+"internal/")
 		}},
