@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 )
 
 var testTools = []ToolSpec{
@@ -42,15 +44,15 @@ func TestStreamToolCalls(t *testing.T) {
 		{
 			name: "openai parallel calls split over many chunks",
 			chunks: []string{
-				chunk(`{"role":"assistant","content":null}`, ""),
-				chunk(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"list_files","arguments":""}}]}`, ""),
-				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]}`, ""),
-				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"th\": \"."}}]}`, ""),
-				chunk(`{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"read_file","arguments":""}}]}`, ""),
-				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"}"}}]}`, ""),
-				chunk(`{"tool_calls":[{"index":1,"function":{"arguments":"{\"path\":"}}]}`, ""),
-				chunk(`{"tool_calls":[{"index":1,"function":{"arguments":"\"go.mod\"}"}}]}`, ""),
-				chunk(`{}`, "tool_calls"),
+				llmtest.Chunk(`{"role":"assistant","content":null}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"list_files","arguments":""}}]}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"th\": \"."}}]}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"read_file","arguments":""}}]}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"}"}}]}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"index":1,"function":{"arguments":"{\"path\":"}}]}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"index":1,"function":{"arguments":"\"go.mod\"}"}}]}`, ""),
+				llmtest.Chunk(`{}`, "tool_calls"),
 			},
 			want: []ToolCall{
 				{ID: "call_a", Name: "list_files", Arguments: `{"path": "."}`},
@@ -61,9 +63,9 @@ func TestStreamToolCalls(t *testing.T) {
 		{
 			name: "ollama reuses index 0 with distinct ids and says stop",
 			chunks: []string{
-				chunk(`{"role":"assistant","content":"","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.go\"}"}}]}`, ""),
-				chunk(`{"role":"assistant","content":"","tool_calls":[{"index":0,"id":"call_2","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"b.go\"}"}}]}`, ""),
-				chunk(`{"role":"assistant","content":""}`, "stop"),
+				llmtest.Chunk(`{"role":"assistant","content":"","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.go\"}"}}]}`, ""),
+				llmtest.Chunk(`{"role":"assistant","content":"","tool_calls":[{"index":0,"id":"call_2","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"b.go\"}"}}]}`, ""),
+				llmtest.Chunk(`{"role":"assistant","content":""}`, "stop"),
 			},
 			want: []ToolCall{
 				{ID: "call_1", Name: "read_file", Arguments: `{"path":"a.go"}`},
@@ -74,10 +76,10 @@ func TestStreamToolCalls(t *testing.T) {
 		{
 			name: "missing index: id starts a call, no id continues it, empty args become {}",
 			chunks: []string{
-				chunk(`{"tool_calls":[{"id":"c1","type":"function","function":{"name":"list_files","arguments":""}}]}`, ""),
-				chunk(`{"tool_calls":[{"id":"c2","type":"function","function":{"name":"read_file","arguments":"{\"path\":"}}]}`, ""),
-				chunk(`{"tool_calls":[{"type":"function","function":{"arguments":"\"x\"}"}}]}`, ""),
-				chunk(`{}`, "tool_calls"),
+				llmtest.Chunk(`{"tool_calls":[{"id":"c1","type":"function","function":{"name":"list_files","arguments":""}}]}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"id":"c2","type":"function","function":{"name":"read_file","arguments":"{\"path\":"}}]}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"type":"function","function":{"arguments":"\"x\"}"}}]}`, ""),
+				llmtest.Chunk(`{}`, "tool_calls"),
 			},
 			want: []ToolCall{
 				{ID: "c1", Name: "list_files", Arguments: `{}`},
@@ -88,9 +90,9 @@ func TestStreamToolCalls(t *testing.T) {
 		{
 			name: "missing ids are synthesized",
 			chunks: []string{
-				chunk(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"list_files","arguments":"{}"}}]}`, ""),
-				chunk(`{"tool_calls":[{"index":1,"type":"function","function":{"name":"read_file","arguments":"{\"path\":\"y\"}"}}]}`, ""),
-				chunk(`{}`, "tool_calls"),
+				llmtest.Chunk(`{"tool_calls":[{"index":0,"type":"function","function":{"name":"list_files","arguments":"{}"}}]}`, ""),
+				llmtest.Chunk(`{"tool_calls":[{"index":1,"type":"function","function":{"name":"read_file","arguments":"{\"path\":\"y\"}"}}]}`, ""),
+				llmtest.Chunk(`{}`, "tool_calls"),
 			},
 			want: []ToolCall{
 				{Name: "list_files", Arguments: `{}`},
@@ -102,8 +104,8 @@ func TestStreamToolCalls(t *testing.T) {
 		{
 			name: "openai stop with tool calls is still a tool turn",
 			chunks: []string{
-				chunk(`{"tool_calls":[{"index":0,"id":"call_s","type":"function","function":{"name":"list_files","arguments":"{\"path\":\"internal\"}"}}]}`, ""),
-				chunk(`{}`, "stop"),
+				llmtest.Chunk(`{"tool_calls":[{"index":0,"id":"call_s","type":"function","function":{"name":"list_files","arguments":"{\"path\":\"internal\"}"}}]}`, ""),
+				llmtest.Chunk(`{}`, "stop"),
 			},
 			want:       []ToolCall{{ID: "call_s", Name: "list_files", Arguments: `{"path":"internal"}`}},
 			wantFinish: "stop",
@@ -111,7 +113,7 @@ func TestStreamToolCalls(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeAPI(t, sse(tt.chunks...))
+			f := llmtest.New(t, llmtest.Queue(llmtest.SSE(tt.chunks...)))
 			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = true })
 			got, err := c.Complete(t.Context(), askRequest())
 			if err != nil {
@@ -141,7 +143,7 @@ func TestStreamToolCalls(t *testing.T) {
 			if got.Message.Role != RoleAssistant {
 				t.Errorf("role %q, want assistant", got.Message.Role)
 			}
-			body := f.body(0)
+			body := f.Request(t, 0).Map(t)
 			if body["stream"] != true {
 				t.Errorf("request stream = %v, want true", body["stream"])
 			}
@@ -191,12 +193,12 @@ func TestUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/stream", func(t *testing.T) {
-			f := newFakeAPI(t, sse(
-				chunk(`{"role":"assistant","content":"Hel"}`, ""),
-				chunk(`{"content":"lo"}`, ""),
-				chunk(`{}`, "stop"),
-				usageChunk(tt.usage),
-			))
+			f := llmtest.New(t, llmtest.Queue(llmtest.SSE(
+				llmtest.Chunk(`{"role":"assistant","content":"Hel"}`, ""),
+				llmtest.Chunk(`{"content":"lo"}`, ""),
+				llmtest.Chunk(`{}`, "stop"),
+				llmtest.UsageChunk(tt.usage),
+			)))
 			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = true })
 			got, err := c.Complete(t.Context(), askRequest())
 			if err != nil {
@@ -210,7 +212,7 @@ func TestUsage(t *testing.T) {
 			}
 		})
 		t.Run(tt.name+"/plain", func(t *testing.T) {
-			f := newFakeAPI(t, jsonReply(200, completion(`{"role":"assistant","content":"Hello"}`, "stop", tt.usage)))
+			f := llmtest.New(t, llmtest.Queue(llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"Hello"}`, "stop", tt.usage))))
 			c, _ := newTestClient(t, f, nil)
 			got, err := c.Complete(t.Context(), askRequest())
 			if err != nil {
@@ -219,7 +221,7 @@ func TestUsage(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got.Usage); diff != "" {
 				t.Errorf("usage (-want +got):\n%s", diff)
 			}
-			if _, ok := f.body(0)["stream_options"]; ok {
+			if _, ok := f.Request(t, 0).Map(t)["stream_options"]; ok {
 				t.Errorf("a non-streamed request carries stream_options")
 			}
 		})
@@ -231,23 +233,23 @@ func TestReasoningRoundTrip(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		name := map[bool]string{true: "stream", false: "plain"}[stream]
 		t.Run(name, func(t *testing.T) {
-			first := jsonReply(200, completion(
+			first := llmtest.JSON(200, llmtest.Completion(
 				`{"role":"assistant","content":"","reasoning_content":"`+reasoning+`","tool_calls":[{"id":"call_r","type":"function","function":{"name":"list_files","arguments":"{\"path\":\".\"}"}}]}`,
 				"tool_calls", `{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`))
 			if stream {
-				first = sse(
-					chunk(`{"role":"assistant","reasoning_content":"The user wants an overview; "}`, ""),
-					chunk(`{"reasoning_content":"list the root first."}`, ""),
-					chunk(`{"tool_calls":[{"index":0,"id":"call_r","type":"function","function":{"name":"list_files","arguments":"{\"path\":\".\"}"}}]}`, ""),
-					chunk(`{}`, "tool_calls"),
-					usageChunk(`{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`),
+				first = llmtest.SSE(
+					llmtest.Chunk(`{"role":"assistant","reasoning_content":"The user wants an overview; "}`, ""),
+					llmtest.Chunk(`{"reasoning_content":"list the root first."}`, ""),
+					llmtest.Chunk(`{"tool_calls":[{"index":0,"id":"call_r","type":"function","function":{"name":"list_files","arguments":"{\"path\":\".\"}"}}]}`, ""),
+					llmtest.Chunk(`{}`, "tool_calls"),
+					llmtest.UsageChunk(`{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`),
 				)
 			}
-			second := jsonReply(200, completion(`{"role":"assistant","content":"It is a Go service."}`, "stop", `{"prompt_tokens":30,"completion_tokens":6,"total_tokens":36}`))
+			second := llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"It is a Go service."}`, "stop", `{"prompt_tokens":30,"completion_tokens":6,"total_tokens":36}`))
 			if stream {
-				second = sse(chunk(`{"role":"assistant","content":"It is a Go service."}`, "stop"))
+				second = llmtest.SSE(llmtest.Chunk(`{"role":"assistant","content":"It is a Go service."}`, "stop"))
 			}
-			f := newFakeAPI(t, first, second)
+			f := llmtest.New(t, llmtest.Queue(first, second))
 			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = stream })
 
 			req := askRequest()
@@ -264,7 +266,7 @@ func TestReasoningRoundTrip(t *testing.T) {
 				t.Fatalf("second Complete: %v", err)
 			}
 
-			msgs, _ := f.body(1)["messages"].([]any)
+			msgs, _ := f.Request(t, 1).Map(t)["messages"].([]any)
 			if len(msgs) != 4 {
 				t.Fatalf("second request has %d messages, want 4", len(msgs))
 			}
@@ -298,12 +300,12 @@ func TestTemperature(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeAPI(t, jsonReply(200, completion(`{"role":"assistant","content":"ok"}`, "stop", `{}`)))
+			f := llmtest.New(t, llmtest.Queue(llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"ok"}`, "stop", `{}`))))
 			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Temperature = tt.temp })
 			if _, err := c.Complete(t.Context(), askRequest()); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
-			v, ok := f.body(0)["temperature"]
+			v, ok := f.Request(t, 0).Map(t)["temperature"]
 			if ok != tt.present {
 				t.Fatalf("temperature present = %v (%v), want %v", ok, v, tt.present)
 			}
@@ -321,20 +323,20 @@ func TestMaxTokensField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.model, func(t *testing.T) {
-			f := newFakeAPI(t, jsonReply(200, completion(`{"role":"assistant","content":"ok"}`, "stop", `{}`)))
+			f := llmtest.New(t, llmtest.Queue(llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"ok"}`, "stop", `{}`))))
 			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Model, cfg.MaxTokens = tt.model, 512 })
 			if _, err := c.Complete(t.Context(), askRequest()); err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
-			if got := f.body(0)[tt.field]; got != float64(512) {
-				t.Errorf("%s = %v, want 512 (body %s)", tt.field, got, f.requests()[0].body)
+			if got := f.Request(t, 0).Map(t)[tt.field]; got != float64(512) {
+				t.Errorf("%s = %v, want 512 (body %s)", tt.field, got, f.Requests()[0].Body)
 			}
 		})
 	}
 }
 
 func TestRequestBytesAreStable(t *testing.T) {
-	f := newFakeAPI(t, jsonReply(200, completion(`{"role":"assistant","content":"ok"}`, "stop", `{}`)))
+	f := llmtest.New(t, llmtest.Queue(llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"ok"}`, "stop", `{}`))))
 	c, _ := newTestClient(t, f, nil)
 	req := askRequest()
 	req.Messages = append(req.Messages,
@@ -347,13 +349,13 @@ func TestRequestBytesAreStable(t *testing.T) {
 			t.Fatalf("Complete: %v", err)
 		}
 	}
-	reqs := f.requests()
+	reqs := f.Requests()
 	for i := 1; i < len(reqs); i++ {
-		if !bytes.Equal(reqs[0].body, reqs[i].body) {
-			t.Fatalf("request %d differs from request 0:\n%s\n%s", i, reqs[0].body, reqs[i].body)
+		if !bytes.Equal(reqs[0].Body, reqs[i].Body) {
+			t.Fatalf("request %d differs from request 0:\n%s\n%s", i, reqs[0].Body, reqs[i].Body)
 		}
 	}
-	body := f.body(0)
+	body := f.Request(t, 0).Map(t)
 	tools := body["tools"].([]any)
 	if len(tools) != 2 || tools[0].(map[string]any)["function"].(map[string]any)["name"] != "list_files" {
 		t.Errorf("tools not sent in the given order: %v", tools)
@@ -366,7 +368,7 @@ func TestRequestBytesAreStable(t *testing.T) {
 	if msgs[3].(map[string]any)["content"] != "(no output)" {
 		t.Errorf("empty tool result sent as %v, want (no output)", msgs[3])
 	}
-	if got := reqs[0].header.Get("Authorization"); got != "Bearer "+testKey {
+	if got := reqs[0].Header.Get("Authorization"); got != "Bearer "+testKey {
 		t.Errorf("Authorization header %q", got)
 	}
 }
@@ -382,10 +384,10 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeAPI(t,
-				jsonReply(429, `{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}`, tt.header),
-				jsonReply(200, completion(`{"role":"assistant","content":"done"}`, "stop", `{}`)),
-			)
+			f := llmtest.New(t, llmtest.Queue(
+				llmtest.JSON(429, `{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}`, tt.header),
+				llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"done"}`, "stop", `{}`)),
+			))
 			// RetryBase is 1ms: without honouring the header the retry
 			// would come almost at once.
 			c, logs := newTestClient(t, f, func(cfg *ClientConfig) { cfg.RetryMax = 5 * time.Second })
@@ -396,11 +398,11 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 			if got.Message.Content != "done" {
 				t.Errorf("content %q", got.Message.Content)
 			}
-			reqs := f.requests()
+			reqs := f.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("%d attempts, want 2", len(reqs))
 			}
-			if gap := reqs[1].at.Sub(reqs[0].at); gap < tt.min {
+			if gap := reqs[1].At.Sub(reqs[0].At); gap < tt.min {
 				t.Errorf("retried after %v, want at least %v", gap, tt.min)
 			}
 			if !strings.Contains(logs.String(), "retrying") {
@@ -428,15 +430,15 @@ func TestRetryAfterLongerThanRetryMaxGivesUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeAPI(t, jsonReply(429, `{"error":{"message":"slow down"}}`, tt.header))
+			f := llmtest.New(t, llmtest.Queue(llmtest.JSON(429, `{"error":{"message":"slow down"}}`, tt.header)))
 			c, _ := newTestClient(t, f, nil)
 			_, err := c.Complete(t.Context(), askRequest())
 			var apiErr *APIError
 			if !errors.As(err, &apiErr) || !errors.Is(err, ErrRateLimited) {
 				t.Fatalf("err = %v, want *APIError matching ErrRateLimited", err)
 			}
-			if apiErr.RetryAfter != tt.want || apiErr.Attempts != 1 || len(f.requests()) != 1 {
-				t.Errorf("RetryAfter %v, Attempts %d, requests %d; want %v, 1, 1", apiErr.RetryAfter, apiErr.Attempts, len(f.requests()), tt.want)
+			if apiErr.RetryAfter != tt.want || apiErr.Attempts != 1 || len(f.Requests()) != 1 {
+				t.Errorf("RetryAfter %v, Attempts %d, requests %d; want %v, 1, 1", apiErr.RetryAfter, apiErr.Attempts, len(f.Requests()), tt.want)
 			}
 			if !strings.Contains(err.Error(), tt.says) {
 				t.Errorf("error does not report the wait (%q): %v", tt.says, err)
@@ -448,7 +450,7 @@ func TestRetryAfterLongerThanRetryMaxGivesUp(t *testing.T) {
 func TestFailures(t *testing.T) {
 	tests := []struct {
 		name     string
-		reply    reply
+		reply    llmtest.Reply
 		stream   bool
 		base     string // the base URL's path; default /v1
 		kind     error
@@ -459,18 +461,15 @@ func TestFailures(t *testing.T) {
 	}{
 		{
 			name:     "500s then the typed error",
-			reply:    jsonReply(500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`),
+			reply:    llmtest.JSON(500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}`),
 			kind:     ErrUnavailable,
 			attempts: 4,
 			status:   500,
 			says:     []string{"answered 500 after 4 attempts", "check the server or try again", "server had an error"},
 		},
 		{
-			name: "503 html from a proxy",
-			reply: func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(503)
-				w.Write([]byte("<html><title>503 Service Temporarily Unavailable</title></html>"))
-			},
+			name:     "503 html from a proxy",
+			reply:    llmtest.HTML(503, "<html><title>503 Service Temporarily Unavailable</title></html>"),
 			kind:     ErrUnavailable,
 			attempts: 4,
 			status:   503,
@@ -478,14 +477,14 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "408 is retried",
-			reply:    jsonReply(408, `{"error":{"message":"request timeout"}}`),
+			reply:    llmtest.JSON(408, `{"error":{"message":"request timeout"}}`),
 			kind:     ErrUnavailable,
 			attempts: 4,
 			status:   408,
 		},
 		{
 			name:     "429 until the end",
-			reply:    jsonReply(429, `{"error":{"message":"Rate limit reached","code":"rate_limit_exceeded"}}`),
+			reply:    llmtest.JSON(429, `{"error":{"message":"Rate limit reached","code":"rate_limit_exceeded"}}`),
 			kind:     ErrRateLimited,
 			attempts: 4,
 			status:   429,
@@ -493,7 +492,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "429 out of quota is not retried",
-			reply:    jsonReply(429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`),
+			reply:    llmtest.JSON(429, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`),
 			kind:     ErrRateLimited,
 			attempts: 1,
 			status:   429,
@@ -501,7 +500,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "400 is not retried",
-			reply:    jsonReply(400, `{"error":{"message":"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.","type":"invalid_request_error"}}`),
+			reply:    llmtest.JSON(400, `{"error":{"message":"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.","type":"invalid_request_error"}}`),
 			kind:     ErrBadRequest,
 			attempts: 1,
 			status:   400,
@@ -509,7 +508,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "400 context length exceeded says the conversation is too long",
-			reply:    jsonReply(400, `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`),
+			reply:    llmtest.JSON(400, `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`),
 			kind:     ErrBadRequest,
 			attempts: 1,
 			status:   400,
@@ -518,7 +517,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "400 from vLLM with only the message says the conversation is too long",
-			reply:    jsonReply(400, `{"object":"error","message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens in the messages.","type":"BadRequestError","param":null,"code":400}`),
+			reply:    llmtest.JSON(400, `{"object":"error","message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens in the messages.","type":"BadRequestError","param":null,"code":400}`),
 			kind:     ErrBadRequest,
 			attempts: 1,
 			status:   400,
@@ -527,7 +526,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "404 unknown model is not retried",
-			reply:    jsonReply(404, `{"error":{"message":"model \"test-model\" not found, try pulling it first","type":"api_error"}}`),
+			reply:    llmtest.JSON(404, `{"error":{"message":"model \"test-model\" not found, try pulling it first","type":"api_error"}}`),
 			kind:     ErrBadRequest,
 			attempts: 1,
 			status:   404,
@@ -536,7 +535,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "404 unknown model from vLLM",
-			reply:    jsonReply(404, `{"object":"error","message":"The model `+"`test-model`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`),
+			reply:    llmtest.JSON(404, `{"object":"error","message":"The model `+"`test-model`"+` does not exist.","type":"NotFoundError","param":null,"code":404}`),
 			kind:     ErrBadRequest,
 			attempts: 1,
 			status:   404,
@@ -546,7 +545,7 @@ func TestFailures(t *testing.T) {
 		{
 			name:     "404 from a base URL without /v1 blames the URL, not the model",
 			base:     "/",
-			reply:    jsonReply(200, completion(`{"role":"assistant","content":"unreachable"}`, "stop", `{}`)),
+			reply:    llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"unreachable"}`, "stop", `{}`)),
 			kind:     ErrBadRequest,
 			attempts: 1,
 			status:   404,
@@ -555,7 +554,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "404 invalid URL from OpenAI blames the URL",
-			reply:    jsonReply(404, `{"error":{"message":"Invalid URL (POST /chat/completions)","type":"invalid_request_error","param":null,"code":null}}`),
+			reply:    llmtest.JSON(404, `{"error":{"message":"Invalid URL (POST /chat/completions)","type":"invalid_request_error","param":null,"code":null}}`),
 			kind:     ErrBadRequest,
 			attempts: 1,
 			status:   404,
@@ -563,12 +562,8 @@ func TestFailures(t *testing.T) {
 			not:      []string{"OPENAI_MODEL"},
 		},
 		{
-			name: "404 html page blames the URL",
-			reply: func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/html")
-				w.WriteHeader(404)
-				w.Write([]byte("<html><head><title>404 Not Found</title></head><body><center>nginx</center></body></html>"))
-			},
+			name:     "404 html page blames the URL",
+			reply:    llmtest.HTML(404, "<html><head><title>404 Not Found</title></head><body><center>nginx</center></body></html>"),
 			kind:     ErrBadRequest,
 			attempts: 1,
 			status:   404,
@@ -577,18 +572,15 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "401 echoing the key",
-			reply:    jsonReply(401, `{"error":{"message":"Incorrect API key provided: `+testKey+`. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","code":"invalid_api_key"}}`),
+			reply:    llmtest.JSON(401, `{"error":{"message":"Incorrect API key provided: `+testKey+`. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","code":"invalid_api_key"}}`),
 			kind:     ErrAuth,
 			attempts: 1,
 			status:   401,
 			says:     []string{"rejected the credentials (401)", "OPENAI_API_KEY", "[redacted]"},
 		},
 		{
-			name: "200 with an html page is not a chat completion",
-			reply: func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(200)
-				w.Write([]byte("<!doctype html><html>login</html>"))
-			},
+			name:     "200 with an html page is not a chat completion",
+			reply:    llmtest.HTML(200, "<!doctype html><html>login</html>"),
 			kind:     ErrUnavailable,
 			attempts: 1,
 			status:   200,
@@ -596,12 +588,8 @@ func TestFailures(t *testing.T) {
 			not:      []string{"invalid character", "try again"},
 		},
 		{
-			name: "200 with an html page while streaming is not a chat completion",
-			reply: func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/html; charset=utf-8")
-				w.WriteHeader(200)
-				w.Write([]byte("<html><head><title>Welcome to nginx!</title></head><body>hi</body></html>\n"))
-			},
+			name:     "200 with an html page while streaming is not a chat completion",
+			reply:    llmtest.HTML(200, "<html><head><title>Welcome to nginx!</title></head><body>hi</body></html>\n"),
 			stream:   true,
 			kind:     ErrUnavailable,
 			attempts: 1,
@@ -611,7 +599,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "200 with a whole completion while streaming says the server does not stream",
-			reply:    jsonReply(200, completion(`{"role":"assistant","content":"hi"}`, "stop", `{}`)),
+			reply:    llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"hi"}`, "stop", `{}`)),
 			stream:   true,
 			kind:     ErrUnavailable,
 			attempts: 1,
@@ -621,7 +609,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "event stream cut before its first event is retried",
-			reply:    sseCut(),
+			reply:    llmtest.CutSSE(),
 			stream:   true,
 			kind:     ErrUnavailable,
 			attempts: 4,
@@ -630,7 +618,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "stream cut before finishing is retried",
-			reply:    sseCut(chunk(`{"role":"assistant","content":"Hal"}`, "")),
+			reply:    llmtest.CutSSE(llmtest.Chunk(`{"role":"assistant","content":"Hal"}`, "")),
 			stream:   true,
 			kind:     ErrUnavailable,
 			attempts: 4,
@@ -638,7 +626,7 @@ func TestFailures(t *testing.T) {
 		},
 		{
 			name:     "error event inside the stream is retried",
-			reply:    sse(chunk(`{"role":"assistant","content":""}`, ""), `{"error":{"message":"worker overloaded","type":"server_error"}}`),
+			reply:    llmtest.SSE(llmtest.Chunk(`{"role":"assistant","content":""}`, ""), `{"error":{"message":"worker overloaded","type":"server_error"}}`),
 			stream:   true,
 			kind:     ErrUnavailable,
 			attempts: 4,
@@ -647,11 +635,11 @@ func TestFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeAPI(t, tt.reply)
+			f := llmtest.New(t, llmtest.Queue(tt.reply))
 			c, logs := newTestClient(t, f, func(cfg *ClientConfig) {
 				cfg.Stream = tt.stream
 				if tt.base != "" {
-					cfg.BaseURL = f.srv.URL + tt.base
+					cfg.BaseURL = f.Root() + tt.base
 				}
 			})
 			_, err := c.Complete(t.Context(), askRequest())
@@ -670,13 +658,13 @@ func TestFailures(t *testing.T) {
 			if !errors.As(err, &apiErr) {
 				t.Fatalf("err is %T, want *APIError", err)
 			}
-			if got := len(f.requests()); got != tt.attempts || apiErr.Attempts != tt.attempts {
+			if got := len(f.Requests()); got != tt.attempts || apiErr.Attempts != tt.attempts {
 				t.Errorf("server saw %d requests, error says %d attempts; want %d", got, apiErr.Attempts, tt.attempts)
 			}
 			if apiErr.StatusCode != tt.status {
 				t.Errorf("StatusCode %d, want %d", apiErr.StatusCode, tt.status)
 			}
-			host := strings.TrimPrefix(f.srv.URL, "http://")
+			host := f.Host()
 			msg := err.Error()
 			for _, s := range append(tt.says, host) {
 				if !strings.Contains(msg, s) {
@@ -720,10 +708,10 @@ func TestUnreachableServer(t *testing.T) {
 }
 
 func TestRetryThenSuccessAfterBrokenStream(t *testing.T) {
-	f := newFakeAPI(t,
-		sseCut(chunk(`{"role":"assistant","content":"par"}`, "")),
-		sse(chunk(`{"role":"assistant","content":"whole answer"}`, "stop")),
-	)
+	f := llmtest.New(t, llmtest.Queue(
+		llmtest.CutSSE(llmtest.Chunk(`{"role":"assistant","content":"par"}`, "")),
+		llmtest.SSE(llmtest.Chunk(`{"role":"assistant","content":"whole answer"}`, "stop")),
+	))
 	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = true })
 	got, err := c.Complete(t.Context(), askRequest())
 	if err != nil {
@@ -735,7 +723,7 @@ func TestRetryThenSuccessAfterBrokenStream(t *testing.T) {
 }
 
 func TestCancelDuringBackoff(t *testing.T) {
-	f := newFakeAPI(t, jsonReply(503, `{"error":{"message":"overloaded"}}`, "Retry-After: 20"))
+	f := llmtest.New(t, llmtest.Queue(llmtest.JSON(503, `{"error":{"message":"overloaded"}}`, "Retry-After: 20")))
 	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.RetryMax = time.Minute })
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(100*time.Millisecond, cancel)
@@ -749,13 +737,13 @@ func TestCancelDuringBackoff(t *testing.T) {
 	if waited := time.Since(start); waited > 10*time.Second {
 		t.Errorf("returned after %v, the backoff ignored cancellation", waited)
 	}
-	if n := len(f.requests()); n != 1 {
+	if n := len(f.Requests()); n != 1 {
 		t.Errorf("%d requests, want 1", n)
 	}
 }
 
 func TestDeadlineShorterThanWaitGivesUpWithCause(t *testing.T) {
-	f := newFakeAPI(t, jsonReply(503, `{"error":{"message":"overloaded"}}`, "Retry-After: 20"))
+	f := llmtest.New(t, llmtest.Queue(llmtest.JSON(503, `{"error":{"message":"overloaded"}}`, "Retry-After: 20")))
 	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.RetryMax = time.Minute })
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -768,17 +756,17 @@ func TestDeadlineShorterThanWaitGivesUpWithCause(t *testing.T) {
 func TestTruncated(t *testing.T) {
 	tests := []struct {
 		name    string
-		reply   reply
+		reply   llmtest.Reply
 		stream  bool
 		wantErr bool
 	}{
-		{"plain length with nothing", jsonReply(200, completion(`{"role":"assistant","content":""}`, "length", `{}`)), false, true},
-		{"stream length with nothing", sse(chunk(`{"role":"assistant","reasoning_content":"thinking…"}`, ""), chunk(`{}`, "length")), true, true},
-		{"length with partial text is returned", jsonReply(200, completion(`{"role":"assistant","content":"The repo is"}`, "length", `{}`)), false, false},
+		{"plain length with nothing", llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":""}`, "length", `{}`)), false, true},
+		{"stream length with nothing", llmtest.SSE(llmtest.Chunk(`{"role":"assistant","reasoning_content":"thinking…"}`, ""), llmtest.Chunk(`{}`, "length")), true, true},
+		{"length with partial text is returned", llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"The repo is"}`, "length", `{}`)), false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeAPI(t, tt.reply)
+			f := llmtest.New(t, llmtest.Queue(tt.reply))
 			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = tt.stream; cfg.MaxTokens = 64 })
 			got, err := c.Complete(t.Context(), askRequest())
 			if !tt.wantErr {
@@ -793,7 +781,7 @@ func TestTruncated(t *testing.T) {
 			if !strings.Contains(err.Error(), "64 tokens") {
 				t.Errorf("error does not name the limit: %v", err)
 			}
-			if n := len(f.requests()); n != 1 {
+			if n := len(f.Requests()); n != 1 {
 				t.Errorf("%d requests, want 1 (truncation is not retried)", n)
 			}
 		})
@@ -801,20 +789,15 @@ func TestTruncated(t *testing.T) {
 }
 
 func TestAttemptTimeoutIsRetried(t *testing.T) {
-	slow := func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
-		}
-	}
-	f := newFakeAPI(t, slow, jsonReply(200, completion(`{"role":"assistant","content":"ok"}`, "stop", `{}`)))
+	slow := llmtest.Reply{Hang: true}
+	f := llmtest.New(t, llmtest.Queue(slow, llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"ok"}`, "stop", `{}`))))
 	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.AttemptTimeout = 100 * time.Millisecond })
 	got, err := c.Complete(t.Context(), askRequest())
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if got.Message.Content != "ok" || len(f.requests()) != 2 {
-		t.Errorf("content %q after %d requests; want ok after 2", got.Message.Content, len(f.requests()))
+	if got.Message.Content != "ok" || len(f.Requests()) != 2 {
+		t.Errorf("content %q after %d requests; want ok after 2", got.Message.Content, len(f.Requests()))
 	}
 }
 
@@ -902,11 +885,11 @@ func TestBackoffIsBoundedAndJittered(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestConcurrentUse(t *testing.T) {
-	f := newFakeAPI(t, sse(
-		chunk(`{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"list_files","arguments":"{}"}}]}`, ""),
-		chunk(`{}`, "tool_calls"),
-		usageChunk(`{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}`),
-	))
+	f := llmtest.New(t, llmtest.Queue(llmtest.SSE(
+		llmtest.Chunk(`{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"list_files","arguments":"{}"}}]}`, ""),
+		llmtest.Chunk(`{}`, "tool_calls"),
+		llmtest.UsageChunk(`{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}`),
+	)))
 	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = true })
 	errs := make(chan error, 8)
 	for range 8 {
@@ -928,20 +911,20 @@ func TestConcurrentUse(t *testing.T) {
 // BenchmarkStreamedAnswer measures a 400-chunk streamed answer with two
 // parallel tool calls end to end through a local server.
 func BenchmarkStreamedAnswer(b *testing.B) {
-	chunks := []string{chunk(`{"role":"assistant","content":""}`, "")}
+	chunks := []string{llmtest.Chunk(`{"role":"assistant","content":""}`, "")}
 	for i := range 200 {
-		chunks = append(chunks, chunk(`{"content":"word `+string(rune('a'+i%26))+` "}`, ""))
+		chunks = append(chunks, llmtest.Chunk(`{"content":"word `+string(rune('a'+i%26))+` "}`, ""))
 	}
 	for i := range 100 {
 		idx := string(rune('0' + i%2))
-		chunks = append(chunks, chunk(`{"tool_calls":[{"index":`+idx+`,"function":{"arguments":""}}]}`, ""))
+		chunks = append(chunks, llmtest.Chunk(`{"tool_calls":[{"index":`+idx+`,"function":{"arguments":""}}]}`, ""))
 	}
 	chunks = append(chunks,
-		chunk(`{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}}]}`, ""),
-		chunk(`{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"y\"}"}}]}`, ""),
-		chunk(`{}`, "tool_calls"),
-		usageChunk(`{"prompt_tokens":3000,"completion_tokens":400,"total_tokens":3400,"prompt_tokens_details":{"cached_tokens":2048}}`))
-	f := newFakeAPI(b, sse(chunks...))
+		llmtest.Chunk(`{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}}]}`, ""),
+		llmtest.Chunk(`{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"y\"}"}}]}`, ""),
+		llmtest.Chunk(`{}`, "tool_calls"),
+		llmtest.UsageChunk(`{"prompt_tokens":3000,"completion_tokens":400,"total_tokens":3400,"prompt_tokens_details":{"cached_tokens":2048}}`))
+	f := llmtest.New(b, llmtest.Queue(llmtest.SSE(chunks...)))
 	c, _ := newTestClient(b, f, func(cfg *ClientConfig) { cfg.Stream = true })
 	req := askRequest()
 	b.ReportAllocs()
@@ -957,10 +940,10 @@ func BenchmarkStreamedAnswer(b *testing.B) {
 func TestCutStreamWithUsageOnEveryChunkIsRetried(t *testing.T) {
 	usage := `,"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}`
 	first := `{"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"The retry policy is in "}}]` + usage
-	f := newFakeAPI(t,
-		sseCut(first),
-		sse(chunk(`{"role":"assistant","content":"whole answer"}`, "stop")),
-	)
+	f := llmtest.New(t, llmtest.Queue(
+		llmtest.CutSSE(first),
+		llmtest.SSE(llmtest.Chunk(`{"role":"assistant","content":"whole answer"}`, "stop")),
+	))
 	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = true })
 	got, err := c.Complete(t.Context(), askRequest())
 	if err != nil {

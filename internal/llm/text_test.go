@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 )
 
 type heard struct {
@@ -31,42 +33,42 @@ func (r *textRecorder) hear(attempt int, text string) {
 func TestWithTextHearsTheStream(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		replies []reply
+		replies []llmtest.Reply
 		stream  bool
 		want    []heard
 	}{
 		{
 			name: "text as it arrives",
-			replies: []reply{sse(
-				chunk(`{"role":"assistant","reasoning_content":"thinking"}`, ""),
-				chunk(`{"content":"Back"}`, ""),
-				chunk(`{"content":"off doubles."}`, ""),
-				chunk(`{}`, "stop"),
+			replies: []llmtest.Reply{llmtest.SSE(
+				llmtest.Chunk(`{"role":"assistant","reasoning_content":"thinking"}`, ""),
+				llmtest.Chunk(`{"content":"Back"}`, ""),
+				llmtest.Chunk(`{"content":"off doubles."}`, ""),
+				llmtest.Chunk(`{}`, "stop"),
 			)},
 			stream: true,
 			want:   []heard{{1, "Back"}, {1, "off doubles."}},
 		},
 		{
 			name: "a broken stream is heard again from its retry",
-			replies: []reply{
-				sseCut(chunk(`{"role":"assistant","content":"Hal"}`, "")),
-				sse(chunk(`{"role":"assistant","content":"Hello"}`, ""), chunk(`{}`, "stop")),
+			replies: []llmtest.Reply{
+				llmtest.CutSSE(llmtest.Chunk(`{"role":"assistant","content":"Hal"}`, "")),
+				llmtest.SSE(llmtest.Chunk(`{"role":"assistant","content":"Hello"}`, ""), llmtest.Chunk(`{}`, "stop")),
 			},
 			stream: true,
 			want:   []heard{{1, "Hal"}, {2, "Hello"}},
 		},
 		{
 			name:    "tool calls are not text",
-			replies: []reply{sse(chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"list_files","arguments":"{}"}}]}`, ""), chunk(`{}`, "tool_calls"))},
+			replies: []llmtest.Reply{llmtest.SSE(llmtest.Chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"list_files","arguments":"{}"}}]}`, ""), llmtest.Chunk(`{}`, "tool_calls"))},
 			stream:  true,
 		},
 		{
 			name:    "without streaming nothing is heard",
-			replies: []reply{jsonReply(200, completion(`{"role":"assistant","content":"whole"}`, "stop", `{}`))},
+			replies: []llmtest.Reply{llmtest.JSON(200, llmtest.Completion(`{"role":"assistant","content":"whole"}`, "stop", `{}`))},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeAPI(t, tc.replies...)
+			f := llmtest.New(t, llmtest.Queue(tc.replies...))
 			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = tc.stream })
 			var rec textRecorder
 			if _, err := c.Complete(WithText(t.Context(), rec.hear), askRequest()); err != nil {
@@ -81,7 +83,7 @@ func TestWithTextHearsTheStream(t *testing.T) {
 
 // Without a listener, streaming works as before.
 func TestWithTextIsOptional(t *testing.T) {
-	f := newFakeAPI(t, sse(chunk(`{"role":"assistant","content":"hi"}`, ""), chunk(`{}`, "stop")))
+	f := llmtest.New(t, llmtest.Queue(llmtest.SSE(llmtest.Chunk(`{"role":"assistant","content":"hi"}`, ""), llmtest.Chunk(`{}`, "stop"))))
 	c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = true })
 	resp, err := c.Complete(context.Background(), askRequest())
 	if err != nil || resp.Message.Content != "hi" {
