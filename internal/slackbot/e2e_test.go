@@ -12,6 +12,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
@@ -63,7 +64,7 @@ func TestMentionPostsContextLinesThenAnswer(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("model got %d requests, want 2", len(reqs))
 	}
-	first := reqs[0].Messages[len(reqs[0].Messages)-1].Content
+	first := reqs[0].Chat.Messages[len(reqs[0].Chat.Messages)-1].Content
 	if !strings.Contains(first, "repository: acme/widget") || !strings.HasSuffix(first, "what does this repo do?") || strings.Contains(first, "<@UBOT>") {
 		t.Errorf("first user message = %q", first)
 	}
@@ -116,9 +117,9 @@ func TestFollowUps(t *testing.T) {
 				lines = h.waitTurns(3)
 			}
 
-			var followup *chatRequest
+			var followup *llmtest.Request
 			for _, r := range h.ai.Requests() {
-				if r.question() == "and main.go?" {
+				if question(r) == "and main.go?" {
 					followup = &r
 					break
 				}
@@ -132,12 +133,12 @@ func TestFollowUps(t *testing.T) {
 			// The thread's history went with it: the first question and
 			// the first answer precede the follow-up.
 			var sawQ, sawA bool
-			for _, m := range followup.Messages {
+			for _, m := range followup.Chat.Messages {
 				sawQ = sawQ || m.Role == "user" && strings.Contains(m.Content, "what does this repo do?")
 				sawA = sawA || m.Role == "assistant" && strings.Contains(m.Content, "Answer** to: what does this repo do?")
 			}
 			if !sawQ || !sawA {
-				t.Errorf("follow-up request lacks the earlier turn (question %v, answer %v): %+v", sawQ, sawA, followup.Messages)
+				t.Errorf("follow-up request lacks the earlier turn (question %v, answer %v): %+v", sawQ, sawA, followup.Chat.Messages)
 			}
 			got := answers(h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
 			if len(got) != 3 {
@@ -168,8 +169,8 @@ func TestDMStartsSessionInItsThread(t *testing.T) {
 	h.slack.SendEvent(slacktest.UserMessage("D1", "im", "U1", "and main.go?", ts2, ts))
 	h.waitTurns(2)
 	reqs := h.ai.Requests()
-	if last := reqs[len(reqs)-1]; last.question() != "and main.go?" || len(last.Messages) < 8 {
-		t.Errorf("second DM request: question %q with %d messages, want the follow-up with the history", last.question(), len(last.Messages))
+	if last := reqs[len(reqs)-1]; question(last) != "and main.go?" || len(last.Chat.Messages) < 8 {
+		t.Errorf("second DM request: question %q with %d messages, want the follow-up with the history", question(last), len(last.Chat.Messages))
 	}
 }
 
@@ -237,10 +238,10 @@ func TestIgnoresOwnBotAndSubtypeMessages(t *testing.T) {
 }
 
 // questions lists the distinct questions the model was asked, in order.
-func questions(reqs []chatRequest) []string {
+func questions(reqs []llmtest.Request) []string {
 	var out []string
 	for _, r := range reqs {
-		if q := r.question(); !slices.Contains(out, q) {
+		if q := question(r); !slices.Contains(out, q) {
 			out = append(out, q)
 		}
 	}
@@ -268,9 +269,9 @@ func TestRateLimitedPostRetriedNotLostNotDoubled(t *testing.T) {
 
 func TestSocketDroppedMidTurnAnswerStillPosted(t *testing.T) {
 	hold := newGate()
-	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
+	h := newHarness(t, harnessOpts{script: func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
-		if r.last().Role == "tool" {
+		if r.Last().Role == "tool" {
 			rep.Wait = hold.c()
 		}
 		return rep
@@ -301,9 +302,9 @@ func TestThreadsRunConcurrentlyAndEachStaysOrdered(t *testing.T) {
 	holdA := newGate()
 	h := newHarness(t, harnessOpts{
 		cfg: func(c *Config) { c.MaxConcurrent = 2 },
-		script: func(r chatRequest) fakeReply {
+		script: func(r llmtest.Request) llmtest.Reply {
 			rep := readThenAnswer(r)
-			if r.question() == "A1" && r.last().Role == "tool" {
+			if question(r) == "A1" && r.Last().Role == "tool" {
 				rep.Wait = holdA.c()
 			}
 			return rep
@@ -337,9 +338,9 @@ func TestThreadsRunConcurrentlyAndEachStaysOrdered(t *testing.T) {
 func TestStopButtonCancelsTurn(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
-	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
+	h := newHarness(t, harnessOpts{script: func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
-		if r.last().Role == "tool" {
+		if r.Last().Role == "tool" {
 			rep.Wait = hold.c()
 		}
 		return rep
@@ -456,7 +457,7 @@ func TestAccessControl(t *testing.T) {
 }
 
 func TestModelDownSaysOneSentenceWithRef(t *testing.T) {
-	h := newHarness(t, harnessOpts{script: func(chatRequest) fakeReply { return fakeReply{Status: http.StatusServiceUnavailable} }})
+	h := newHarness(t, harnessOpts{script: func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Status: http.StatusServiceUnavailable} }})
 	root := h.mention("C1", "what does this repo do?", "")
 	lines := h.waitTurns(1)
 	if lines[0]["outcome"] != outcomeModelDown {
@@ -556,9 +557,9 @@ func TestShutdownDrainsThenInterrupts(t *testing.T) {
 			t.Cleanup(hold.open)
 			h := newHarness(t, harnessOpts{
 				cfg: func(c *Config) { c.DrainTimeout = tt.drain; c.MaxConcurrent = 1 },
-				script: func(r chatRequest) fakeReply {
+				script: func(r llmtest.Request) llmtest.Reply {
 					rep := readThenAnswer(r)
-					if r.question() == "slow" && r.last().Role == "tool" {
+					if question(r) == "slow" && r.Last().Role == "tool" {
 						rep.Wait = hold.c()
 					}
 					return rep
@@ -664,7 +665,7 @@ func waitQuestionAnswering(t testing.TB, h *harness, q string) {
 	ctx := h.ctx()
 	for {
 		for _, r := range h.ai.Requests() {
-			if r.question() == q && r.last().Role == "tool" {
+			if question(r) == q && r.Last().Role == "tool" {
 				return
 			}
 		}
@@ -729,9 +730,9 @@ func TestTurnTimeout(t *testing.T) {
 	t.Cleanup(hold.open)
 	h := newHarness(t, harnessOpts{
 		cfg: func(c *Config) { c.TurnTimeout = 200 * time.Millisecond },
-		script: func(r chatRequest) fakeReply {
+		script: func(r llmtest.Request) llmtest.Reply {
 			rep := readThenAnswer(r)
-			if r.last().Role == "tool" {
+			if r.Last().Role == "tool" {
 				rep.Wait = hold.c()
 			}
 			return rep
@@ -782,17 +783,17 @@ func TestFinishedTurnLeavesNoStopButton(t *testing.T) {
 			step := 0
 			g := newGate()
 			t.Cleanup(g.open)
-			script := func(r chatRequest) fakeReply {
+			script := func(r llmtest.Request) llmtest.Reply {
 				step++
 				done := per * (step - 1)
 				if done >= n {
-					return fakeReply{Content: "done", Wait: g.c()}
+					return llmtest.Reply{Content: "done", Wait: g.c()}
 				}
-				var calls []fakeCall
+				var calls []llmtest.Call
 				for k := 0; k < per && done+k < n; k++ {
-					calls = append(calls, fakeCall{"list_files", fmt.Sprintf(`{"path":"p%d"}`, done+k)})
+					calls = append(calls, llmtest.Call{Name: "list_files", Args: fmt.Sprintf(`{"path":"p%d"}`, done+k)})
 				}
-				return fakeReply{Calls: calls}
+				return llmtest.Reply{Calls: calls}
 			}
 			h := newHarness(t, harnessOpts{script: script, cfg: func(c *Config) { c.TurnTimeout = 0 }})
 			ts := h.mention("C1", "q", "")
@@ -841,9 +842,9 @@ func TestFinishedTurnLeavesNoStopButton(t *testing.T) {
 func TestShutdownBoundedWhenSlackRateLimitsForever(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
-	script := func(r chatRequest) fakeReply {
-		if r.last().Role == "tool" {
-			return fakeReply{Content: "never", Wait: hold.c()}
+	script := func(r llmtest.Request) llmtest.Reply {
+		if r.Last().Role == "tool" {
+			return llmtest.Reply{Content: "never", Wait: hold.c()}
 		}
 		return readThenAnswer(r)
 	}

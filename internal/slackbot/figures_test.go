@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkAckLatency(b *testing.B) {
 			h := newHarness(b, harnessOpts{
 				cfg: func(c *Config) { c.MaxConcurrent = 4 },
 				// An answer without tools keeps the model out of the figure.
-				script: func(r chatRequest) fakeReply { return fakeReply{Content: "ok: " + r.question()} },
+				script: func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "ok: " + question(r)} },
 			})
 			b.ResetTimer()
 			turns := 0

@@ -19,6 +19,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
@@ -31,7 +32,7 @@ import (
 type harness struct {
 	t     testing.TB
 	slack *slacktest.Server
-	ai    *fakeOpenAI
+	ai    *llmtest.Server
 	store *session.Memory
 	bot   *Bot
 	logs  *syncBuffer
@@ -43,7 +44,7 @@ type harness struct {
 }
 
 type harnessOpts struct {
-	script func(chatRequest) fakeReply
+	script func(llmtest.Request) llmtest.Reply
 	stream bool
 	cfg    func(*Config)
 	// tune, when set, adjusts the bot's internals after New, before Run.
@@ -51,7 +52,7 @@ type harnessOpts struct {
 	// slack, ai and store, when set, are shared with another harness: a
 	// restart is a second bot on the first one's store and fakes.
 	slack *slacktest.Server
-	ai    *fakeOpenAI
+	ai    *llmtest.Server
 	store *session.Memory
 	// files are written into the repository besides README.md and main.go.
 	files map[string]string
@@ -69,7 +70,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	ai := o.ai
 	if ai == nil {
-		ai = newFakeOpenAI(t, o.script)
+		ai = llmtest.New(t, o.script)
 	}
 	store := o.store
 	if store == nil {
@@ -91,7 +92,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	logs := &syncBuffer{}
 	logger := logging.New(logs, "json", slog.LevelDebug)
 	model, err := llm.NewClient(llm.ClientConfig{
-		BaseURL: ai.URL(), APIKey: "sk-test-secret", Model: "fake-model", Stream: o.stream,
+		BaseURL: ai.URL, APIKey: "sk-test-secret", Model: "fake-model", Stream: o.stream,
 		MaxRetries: 1, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond,
 		Logger: logger,
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
@@ -97,7 +98,7 @@ func TestRecoveryModes(t *testing.T) {
 			if tt.requests > 0 {
 				first := reqs[0]
 				results := 0
-				for _, m := range first.Messages {
+				for _, m := range first.Chat.Messages {
 					if m.Role == "tool" {
 						results++
 					}
@@ -105,7 +106,7 @@ func TestRecoveryModes(t *testing.T) {
 				if want := map[bool]int{true: 1, false: 0}[tt.fromStep]; results != want {
 					t.Errorf("first request after the restart holds %d tool results, want %d", results, want)
 				}
-				if q := first.question(); q != "what is widget?" {
+				if q := question(first); q != "what is widget?" {
 					t.Errorf("first request's question = %q", q)
 				}
 			}
@@ -206,7 +207,7 @@ func TestRecoveryDoubleStart(t *testing.T) {
 	t.Cleanup(srv.Close)
 	store := session.NewMemory()
 	hold := newGate()
-	ai := newFakeOpenAI(t, func(r chatRequest) fakeReply {
+	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
 		rep.Wait = hold.c() // both bots are up before either gets an answer
 		return rep
@@ -262,9 +263,9 @@ func TestShutdownThenResume(t *testing.T) {
 	store := session.NewMemory()
 	hold := newGate()
 	t.Cleanup(hold.open)
-	first := newFakeOpenAI(t, func(r chatRequest) fakeReply {
+	first := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
-		if r.last().Role == "tool" {
+		if r.Last().Role == "tool" {
 			rep.Wait = hold.c() // never opened: the drain cuts it
 		}
 		return rep
@@ -291,11 +292,11 @@ func TestShutdownThenResume(t *testing.T) {
 	if len(reqs) != 3 {
 		t.Fatalf("requests after restart = %d, want 3 (the resumed answer, then the follow-up's two)", len(reqs))
 	}
-	if reqs[0].question() != "what is widget?" || reqs[0].last().Role != "tool" {
-		t.Errorf("first request after restart = %q ending with %s; want the cut turn, resumed after its tool results", reqs[0].question(), reqs[0].last().Role)
+	if question(reqs[0]) != "what is widget?" || reqs[0].Last().Role != "tool" {
+		t.Errorf("first request after restart = %q ending with %s; want the cut turn, resumed after its tool results", question(reqs[0]), reqs[0].Last().Role)
 	}
-	if reqs[1].question() != "and then?" {
-		t.Errorf("second request = %q, want the follow-up", reqs[1].question())
+	if question(reqs[1]) != "and then?" {
+		t.Errorf("second request = %q, want the follow-up", question(reqs[1]))
 	}
 	texts := allTexts(srv.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
 	joined := strings.Join(texts, "\n")
@@ -330,16 +331,16 @@ func TestWithoutCutResults(t *testing.T) {
 // are byte-identical in all of them.
 func TestCompactionKeepsPrefixStable(t *testing.T) {
 	big := strings.Repeat("widget configuration line with some words in it\n", 160) // ~8 KB
-	script := func(r chatRequest) fakeReply {
+	script := func(r llmtest.Request) llmtest.Reply {
 		size := 0
-		for _, m := range r.Messages {
+		for _, m := range r.Chat.Messages {
 			size += len(m.Content) + 14
 		}
 		prompt := size * 2 / 7 // a tokenizer close to the estimate's 3.5 bytes
-		if r.last().Role == "tool" {
-			return fakeReply{Content: "**Answer** to: " + r.question(), Prompt: prompt, Output: 20}
+		if r.Last().Role == "tool" {
+			return llmtest.Reply{Content: "**Answer** to: " + question(r), Usage: &llmtest.Usage{Prompt: prompt, Output: 20}}
 		}
-		return fakeReply{Calls: []fakeCall{{"read_file", `{"path":"big.txt"}`}}, Prompt: prompt, Output: 20}
+		return llmtest.Reply{Calls: []llmtest.Call{{Name: "read_file", Args: `{"path":"big.txt"}`}}, Usage: &llmtest.Usage{Prompt: prompt, Output: 20}}
 	}
 	h := newHarness(t, harnessOpts{script: script, files: map[string]string{"big.txt": big}, cfg: func(c *Config) { c.ContextBudget = 6000 }})
 	questions := []string{"first question?", "second question?", "third question?", "fourth question?"}
@@ -358,9 +359,9 @@ func TestCompactionKeepsPrefixStable(t *testing.T) {
 		Tools    json.RawMessage   `json:"tools"`
 	}
 	var bodies []body
-	for _, raw := range h.ai.Bodies() {
+	for _, r := range h.ai.Requests() {
 		var b body
-		if err := json.Unmarshal(raw, &b); err != nil {
+		if err := json.Unmarshal(r.Body, &b); err != nil {
 			t.Fatal(err)
 		}
 		bodies = append(bodies, b)
@@ -381,13 +382,13 @@ func TestCompactionKeepsPrefixStable(t *testing.T) {
 		}
 		breaks++
 		// The one break is the first request of the turn that compacted.
-		q := reqs[i].question()
-		if reqs[i].last().Role != "user" {
+		q := question(reqs[i])
+		if reqs[i].Last().Role != "user" {
 			t.Errorf("request %d (%q) does not extend request %d, and it is not a turn's first", i+1, q, i)
 		}
 		// Questions and answers before it are all there, verbatim.
 		var sent []string
-		for _, m := range reqs[i].Messages {
+		for _, m := range reqs[i].Chat.Messages {
 			sent = append(sent, m.Role+": "+m.Content)
 		}
 		all := strings.Join(sent, "\n")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
@@ -32,11 +33,11 @@ type replicaPair struct {
 
 // newReplicaPair starts two replicas; cfg, when set, adjusts each one's
 // Config, in which Shared is the common store.
-func newReplicaPair(t *testing.T, script func(chatRequest) fakeReply, cfg func(name string, c *Config)) *replicaPair {
+func newReplicaPair(t *testing.T, script func(llmtest.Request) llmtest.Reply, cfg func(name string, c *Config)) *replicaPair {
 	t.Helper()
 	srv := slacktest.New()
 	t.Cleanup(srv.Close)
-	ai := newFakeOpenAI(t, script)
+	ai := llmtest.New(t, script)
 	store := session.NewMemory()
 	start := func(name string) (*harness, int) {
 		before := srv.LiveConns()
@@ -132,9 +133,9 @@ func TestReplicasAnswerAnEventOnce(t *testing.T) {
 // replica is answered there with the whole history.
 func TestReplicasKeepThreadOrderAndMemory(t *testing.T) {
 	hold := newGate()
-	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
-		if r.question() == "Q1" && r.last().Role == "tool" {
+		if question(r) == "Q1" && r.Last().Role == "tool" {
 			rep.Wait = hold.c()
 		}
 		return rep
@@ -182,7 +183,7 @@ func TestReplicasKeepThreadOrderAndMemory(t *testing.T) {
 	reqs := p.a.ai.Requests()
 	last := reqs[len(reqs)-1]
 	for _, want := range []string{"Q1", "Answer** to: Q1", "Q2", "Answer** to: Q2", "Q3"} {
-		if !slices.ContainsFunc(last.Messages, func(m chatMessage) bool { return strings.HasSuffix(strings.TrimSpace(m.Content), want) }) {
+		if !slices.ContainsFunc(last.Chat.Messages, func(m llmtest.Message) bool { return strings.HasSuffix(strings.TrimSpace(m.Content), want) }) {
 			t.Errorf("Q3's request has no message ending in %q: the thread's memory was lost", want)
 		}
 	}
@@ -211,9 +212,9 @@ func (s *stallable) RenewThread(ctx context.Context, key session.Key, owner stri
 // and posts nothing. One answer.
 func TestReplicaTakesOverAThreadWhoseLeaseExpired(t *testing.T) {
 	var held atomic.Int32
-	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
-		if r.last().Role == "tool" && held.Add(1) == 1 {
+		if r.Last().Role == "tool" && held.Add(1) == 1 {
 			rep.Wait = make(chan struct{}) // replica a's step 2 never comes
 		}
 		return rep
@@ -251,8 +252,8 @@ func TestReplicaTakesOverAThreadWhoseLeaseExpired(t *testing.T) {
 	if len(reqs) != 3 {
 		t.Fatalf("model requests = %d, want 3 (a's two, b's one to finish from the stored step)", len(reqs))
 	}
-	if reqs[2].last().Role != "tool" {
-		t.Errorf("b's request does not continue from a's stored step: last message %+v", reqs[2].last())
+	if reqs[2].Last().Role != "tool" {
+		t.Errorf("b's request does not continue from a's stored step: last message %+v", reqs[2].Last())
 	}
 	if n := strings.Count(strings.Join(allTexts(msgs), "\n"), "picking it up where I left off"); n != 1 {
 		t.Errorf("the thread was told %d times that the answer is being resumed, want once", n)
@@ -361,9 +362,9 @@ func TestReplicasBurst(t *testing.T) {
 // that was queued behind it, in order.
 func TestReplicaStoppedHandsItsThreadOver(t *testing.T) {
 	var held atomic.Int32
-	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
-		if r.question() == "Q1" && r.last().Role == "tool" && held.Add(1) == 1 {
+		if question(r) == "Q1" && r.Last().Role == "tool" && held.Add(1) == 1 {
 			rep.Wait = make(chan struct{}) // replica a's answer to Q1 never comes
 		}
 		return rep
@@ -412,9 +413,9 @@ func TestReplicaStoppedHandsItsThreadOver(t *testing.T) {
 func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
-	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
-		if r.last().Role == "tool" {
+		if r.Last().Role == "tool" {
 			rep.Wait = hold.c()
 		}
 		return rep
@@ -495,9 +496,9 @@ func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
 func TestReplicasFollowUpBeforeTheFirstTurnIsStored(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
-	p := newReplicaPair(t, func(r chatRequest) fakeReply {
+	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
-		if r.question() == "Q0" && r.last().Role == "tool" {
+		if question(r) == "Q0" && r.Last().Role == "tool" {
 			rep.Wait = hold.c()
 		}
 		return rep
@@ -542,9 +543,9 @@ func TestReplicasFollowUpBeforeTheFirstTurnIsStored(t *testing.T) {
 	if len(got) != 2 || !strings.Contains(got[0].AllText(), "to: Q1") || !strings.Contains(got[1].AllText(), "to: Q2") {
 		t.Fatalf("answers %q, want Q1's then Q2's", allTexts(got))
 	}
-	var q2req *chatRequest
+	var q2req *llmtest.Request
 	for _, r := range p.a.ai.Requests() {
-		if r.question() == "Q2" {
+		if question(r) == "Q2" {
 			q2req = &r
 			break
 		}
@@ -553,7 +554,7 @@ func TestReplicasFollowUpBeforeTheFirstTurnIsStored(t *testing.T) {
 		t.Fatal("Q2 never reached the model")
 	}
 	for _, want := range []string{"Q1", "Answer** to: Q1"} {
-		if !slices.ContainsFunc(q2req.Messages, func(m chatMessage) bool { return strings.HasSuffix(strings.TrimSpace(m.Content), want) }) {
+		if !slices.ContainsFunc(q2req.Chat.Messages, func(m llmtest.Message) bool { return strings.HasSuffix(strings.TrimSpace(m.Content), want) }) {
 			t.Errorf("Q2's request has no message ending in %q: the thread's memory was lost", want)
 		}
 	}
