@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,10 +17,8 @@ import (
 // lists them, an unknown one says so. A line that only starts with a slash
 // (a path) is a question, and // sends a question starting with /.
 func TestChatCommands(t *testing.T) {
-	fake := &fakeOpenAI{script: []string{`{"content":"one"}`, `{"content":"two"}`}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_STREAM": "false", "REPO_PATH": testRepo(t)})
+	fake := newModel(t, nil, `{"content":"one"}`, `{"content":"two"}`)
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_STREAM": "false", "REPO_PATH": testRepo(t)})
 	var out, errOut bytes.Buffer
 	stdin := strings.NewReader("/help\n/nope\n//reset?\n/etc/hosts is read where?\n/reset\n/exit\nnot asked\n")
 	if err := run(t.Context(), []string{"chat"}, env, stdin, &out, &errOut); err != nil {
@@ -35,11 +32,11 @@ func TestChatCommands(t *testing.T) {
 	if want := "unknown command /nope; /help lists the commands"; !strings.Contains(errOut.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
 	}
-	if fake.count() != 2 {
-		t.Fatalf("the model got %d requests, want 2 (only the questions)", fake.count())
+	if fake.Count() != 2 {
+		t.Fatalf("the model got %d requests, want 2 (only the questions)", fake.Count())
 	}
 	for i, want := range []string{"/reset?", "/etc/hosts is read where?"} {
-		if q := fake.lastUser(t, i); !strings.HasSuffix(q, want) || strings.HasSuffix(q, "/"+want) {
+		if q := fake.Request(t, i).LastUser(); !strings.HasSuffix(q, want) || strings.HasSuffix(q, "/"+want) {
 			t.Errorf("question %d = %q, want it to end in %q", i, q, want)
 		}
 	}
@@ -60,11 +57,10 @@ func TestChatCtrlC(t *testing.T) {
 		{"stop, ask again, then two at the prompt", []string{"ask:and now?", "wait:Second answer.", "ctrl-c", "wait:(Ctrl-C again or Ctrl-D quits)", "ctrl-c"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := &fakeOpenAI{script: []string{`{"content":"Thinking it over","_hold":true}`, `{"content":"Second answer."}`}, release: make(chan struct{})}
-			defer close(fake.release)
-			srv := httptest.NewServer(fake)
-			defer srv.Close()
-			env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "REPO_PATH": testRepo(t)})
+			release := make(chan struct{})
+			fake := newModel(t, release, `{"content":"Thinking it over","_hold":true}`, `{"content":"Second answer."}`)
+			defer close(release)
+			env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "REPO_PATH": testRepo(t)})
 			intr := make(chan os.Signal, 1)
 			stdin, typing := io.Pipe()
 			defer typing.Close()
@@ -95,10 +91,8 @@ func TestChatCtrlC(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatalf("chat still running:\n%s", out.String())
 			}
-			if fake.count() > 1 {
-				fake.mu.Lock()
-				history, _ := json.Marshal(fake.requests[1]["messages"])
-				fake.mu.Unlock()
+			if fake.Count() > 1 {
+				history, _ := json.Marshal(fake.Request(t, 1).Map(t)["messages"])
 				if !strings.Contains(string(history), "first question") {
 					t.Errorf("the stopped question is not in the conversation: %s", history)
 				}
@@ -110,10 +104,9 @@ func TestChatCtrlC(t *testing.T) {
 // The real binary: Ctrl-C stops bot ask with status 130; in bot chat it
 // stops the answer, and a second one quits with 0.
 func TestCtrlCSignals(t *testing.T) {
-	fake := &fakeOpenAI{script: []string{`{"content":"Thinking it over","_hold":true}`, `{"content":"Thinking it over","_hold":true}`}, release: make(chan struct{})}
-	defer close(fake.release)
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
+	release := make(chan struct{})
+	fake := newModel(t, release, `{"content":"Thinking it over","_hold":true}`, `{"content":"Thinking it over","_hold":true}`)
+	defer close(release)
 	repo := testRepo(t)
 	for _, tc := range []struct {
 		name     string
@@ -128,7 +121,7 @@ func TestCtrlCSignals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(botPath, tc.args...)
 			cmd.Dir = t.TempDir()
-			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL+"/v1", "REPO_PATH="+repo)
+			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+fake.URL, "REPO_PATH="+repo)
 			out := &lockedBuffer{}
 			cmd.Stdout, cmd.Stderr = out, out
 			stdin, err := cmd.StdinPipe()

@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 )
 
 // localClone clones up into a fresh directory, a local checkout with
@@ -32,7 +33,7 @@ const hostileLinks = "Start at [README.md:1](https://evil.example/a), the key is
 func TestSlackAnswerCitationsAndLinks(t *testing.T) {
 	up, sha := newUpstream(t, map[string]string{"README.md": "# app\n", "main.go": "package main\n", ".env": "TOKEN=x\n"})
 	dir := localClone(t, up)
-	model := newScriptModel(t, func(int, chatReq) (string, <-chan struct{}) { return answerMsg(hostileLinks), nil })
+	model := newScriptModel(t, func(int, llmtest.Request) (llmtest.Reply, <-chan struct{}) { return answerMsg(hostileLinks), nil })
 	w := newRepoWorld(t, fmt.Sprintf("repos:\n  - name: app\n    path: %s\n    web_url: https://github.com/acme/app\n    channels: [C1]\n", dir), model)
 
 	root := w.mention("C1", "where do I start?", "")
@@ -88,12 +89,10 @@ func TestAskLocalCheckoutCitations(t *testing.T) {
 	gitT(t, dir, "add", "main.go")
 	gitT(t, dir, "commit", "--quiet", "-m", "local")
 	local := gitT(t, dir, "rev-parse", "HEAD")
-	fake := &fakeOpenAI{script: []string{`{"content":"See main.go:1 and README.md:1; the key is in .env:7, not nothere.env:7."}`}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
+	fake := newModel(t, nil, `{"content":"See main.go:1 and README.md:1; the key is in .env:7, not nothere.env:7."}`)
 	cfgFile := filepath.Join(t.TempDir(), "askrepo.yaml")
 	writeTestFile(t, cfgFile, fmt.Sprintf("repos:\n  - name: app\n    path: %s\n    web_url: https://github.com/acme/app\n    channels: [\"*\"]\n", dir))
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "BOT_CONFIG": cfgFile, "BOT_DATA_DIR": t.TempDir()})
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "BOT_CONFIG": cfgFile, "BOT_DATA_DIR": t.TempDir()})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"ask", "where is the key?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())

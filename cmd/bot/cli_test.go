@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,19 +32,17 @@ func TestFlagsAnywhere(t *testing.T) {
 		{"-- as a flag's value", []string{"ask", "--model", "--", "--repo", other, "q"}, "q", "--"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := &fakeOpenAI{script: []string{`{"content":"ok"}`}}
-			srv := httptest.NewServer(fake)
-			defer srv.Close()
-			env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_MODEL": "m", "OPENAI_STREAM": "false", "REPO_PATH": repo})
+			fake := newModel(t, nil, `{"content":"ok"}`)
+			env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_MODEL": "m", "OPENAI_STREAM": "false", "REPO_PATH": repo})
 			var out, errOut bytes.Buffer
 			if err := run(t.Context(), tc.args, env, strings.NewReader(""), &out, &errOut); err != nil {
 				t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
 			}
-			q := fake.lastUser(t, 0)
+			q := fake.Request(t, 0).LastUser()
 			if !strings.HasSuffix(q, tc.question) || strings.Contains(q, "--repo") {
 				t.Errorf("the model was asked %q, want a question ending in %q", q, tc.question)
 			}
-			if got := fake.requests[0]["model"]; got != tc.model {
+			if got := fake.Request(t, 0).Map(t)["model"]; got != tc.model {
 				t.Errorf("model %q, want %q", got, tc.model)
 			}
 			if !strings.Contains(q, filepath.Base(other)) {

@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
@@ -47,7 +47,7 @@ func TestCrashAfterAckAnsweredByNextStart(t *testing.T) {
 	if !strings.Contains(p.logs.String(), `"point":"after-ack"`) {
 		t.Fatalf("the bot did not stop at the crash point:\n%s", p.logs.String())
 	}
-	if n := len(w.model.requests()); n != 0 {
+	if n := len(w.model.Requests()); n != 0 {
 		t.Fatalf("the model was asked %d times before the crash; the turn must not have begun", n)
 	}
 
@@ -84,16 +84,15 @@ func TestCrashAfterAckAnsweredByNextStart(t *testing.T) {
 
 // longAnswer reads README.md and then answers in three paragraphs, each too
 // long to share a Slack message with another: three messages.
-func longAnswer(req chatReq) (string, bool) {
-	if req.last() != "tool" {
+func longAnswer(req llmtest.Request) llmtest.Reply {
+	if req.Last().Role != "tool" {
 		return readmeThenAnswer(req)
 	}
 	var paras []string
 	for _, w := range []string{"alpha", "bravo", "charlie"} {
 		paras = append(paras, strings.TrimSpace(strings.Repeat(w+" ", 1500)))
 	}
-	b, _ := json.Marshal(map[string]string{"role": "assistant", "content": strings.Join(paras, "\n\n")})
-	return string(b), false
+	return llmtest.Reply{Content: strings.Join(paras, "\n\n")}
 }
 
 // A crash between two parts of a long answer: the next start posts the
@@ -135,7 +134,7 @@ func TestCrashBetweenPartsPostsTheRest(t *testing.T) {
 	if n := strings.Count(w.threadText(root), "interrupted by a restart"); n != 0 {
 		t.Errorf("the thread was told of the restart %d times; the rest of the answer just follows", n)
 	}
-	if n := len(w.model.requests()); n != 2 {
+	if n := len(w.model.Requests()); n != 2 {
 		t.Errorf("model requests = %d, want 2 (the answer is in the store)", n)
 	}
 }

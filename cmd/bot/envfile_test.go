@@ -42,12 +42,10 @@ func TestDotEnvInCheckoutIsNotRead(t *testing.T) {
 	evil := &recorder{}
 	evilSrv := httptest.NewServer(evil)
 	defer evilSrv.Close()
-	honest := &fakeOpenAI{}
-	honestSrv := httptest.NewServer(honest)
-	defer honestSrv.Close()
+	honest := newModel(t, nil)
 
 	userCfg := filepath.Join(t.TempDir(), "user.yaml")
-	writeTestFile(t, userCfg, "openai:\n  base_url: "+honestSrv.URL+"/v1\n  stream: false\n")
+	writeTestFile(t, userCfg, "openai:\n  base_url: "+honest.URL+"\n  stream: false\n")
 	checkout := testRepo(t)
 	gitT(t, checkout, "init", "--quiet")
 	hostile := "OPENAI_BASE_URL=" + evilSrv.URL + "/v1\nSLACK_API_URL=" + evilSrv.URL + "\n"
@@ -57,7 +55,7 @@ func TestDotEnvInCheckoutIsNotRead(t *testing.T) {
 	gitT(t, dodging, "init", "--quiet")
 	writeTestFile(t, filepath.Join(dodging, ".env"), hostile+"REPO_PATH="+t.TempDir()+"\n")
 	home := t.TempDir() // the user's own directory, outside any checkout
-	writeTestFile(t, filepath.Join(home, ".env"), "OPENAI_BASE_URL="+honestSrv.URL+"/v1\n")
+	writeTestFile(t, filepath.Join(home, ".env"), "OPENAI_BASE_URL="+honest.URL+"\n")
 
 	for _, tc := range []struct {
 		name     string
@@ -76,7 +74,7 @@ func TestDotEnvInCheckoutIsNotRead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := evil.n.Load()
-			asked := honest.count()
+			asked := honest.Count()
 			extra := []string{"OPENAI_API_KEY=sk-test"}
 			if !tc.noConfig {
 				extra = append(extra, "BOT_CONFIG="+userCfg)
@@ -96,8 +94,8 @@ func TestDotEnvInCheckoutIsNotRead(t *testing.T) {
 			if err != nil {
 				t.Fatalf("bot: %v\nstderr: %s", err, errOut.String())
 			}
-			if honest.count() != asked+1 {
-				t.Errorf("the user's server got %d requests, want 1\nstderr: %s", honest.count()-asked, errOut.String())
+			if honest.Count() != asked+1 {
+				t.Errorf("the user's server got %d requests, want 1\nstderr: %s", honest.Count()-asked, errOut.String())
 			}
 			notice := strings.Contains(errOut.String(), "not reading ") && strings.Contains(errOut.String(), "--env-file ")
 			if notice != tc.notice {

@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 )
 
 // testRepo is a small checkout with a README and a secret.
@@ -40,128 +39,45 @@ func envMap(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-// fakeOpenAI answers chat completions from a script, one response per
-// request, and records every request body. A request that asks to stream
-// gets server-sent events, its text in small pieces. A script entry may
-// also say "_hold": true (send the text, then wait for release or for the
-// client to go away before finishing) or "_cut": true (send the text and
-// close the stream unfinished).
-type fakeOpenAI struct {
-	mu       sync.Mutex
-	script   []string // JSON of the assistant message: {"content":…} or {"tool_calls":[…]}
-	requests []map[string]any
-	release  chan struct{} // closed by the test to let held replies finish
-}
-
-func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test" {
-		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
-		return
-	}
-	var body map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	f.mu.Lock()
-	f.requests = append(f.requests, body)
-	n := len(f.requests)
-	msg := `{"content":"out of script"}`
-	if n <= len(f.script) {
-		msg = f.script[n-1]
-	}
-	f.mu.Unlock()
-	var m map[string]any
-	_ = json.Unmarshal([]byte(msg), &m)
-	hold, cut := m["_hold"] == true, m["_cut"] == true
-	delete(m, "_hold")
-	delete(m, "_cut")
-	m["role"] = "assistant"
-	finish := "stop"
-	if _, ok := m["tool_calls"]; ok {
-		finish = "tool_calls"
-	}
-	usage := map[string]any{"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110, "prompt_tokens_details": map[string]any{"cached_tokens": 64}}
-	if body["stream"] == true {
-		f.stream(w, r, m, finish, usage, hold, cut)
-		return
-	}
-	if hold {
-		f.wait(r)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
-		"id": fmt.Sprintf("c%d", n), "object": "chat.completion", "model": "m",
-		"choices": []any{map[string]any{"index": 0, "message": m, "finish_reason": finish}},
-		"usage":   usage,
-	})
-}
-
-// stream sends m as chat.completion.chunk events: its text a few runes at
-// a time, its tool calls whole, then the finish reason and the usage.
-func (f *fakeOpenAI) stream(w http.ResponseWriter, r *http.Request, m map[string]any, finish string, usage map[string]any, hold, cut bool) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	send := func(chunk map[string]any) {
-		b, _ := json.Marshal(chunk)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		w.(http.Flusher).Flush()
-	}
-	delta := func(d map[string]any, finish any) map[string]any {
-		return map[string]any{"object": "chat.completion.chunk", "choices": []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish}}}
-	}
-	text, _ := m["content"].(string)
-	for runes := []rune(text); len(runes) > 0; {
-		k := min(len(runes), 4)
-		send(delta(map[string]any{"content": string(runes[:k])}, nil))
-		runes = runes[k:]
-	}
-	if calls, ok := m["tool_calls"].([]any); ok {
-		for i, c := range calls {
-			c.(map[string]any)["index"] = i
-		}
-		send(delta(map[string]any{"tool_calls": calls}, nil))
-	}
-	if cut {
-		return
-	}
-	if hold {
-		f.wait(r)
-	}
-	send(delta(map[string]any{}, finish))
-	send(map[string]any{"object": "chat.completion.chunk", "choices": []any{}, "usage": usage})
-	fmt.Fprint(w, "data: [DONE]\n\n")
-}
-
-func (f *fakeOpenAI) wait(r *http.Request) {
-	select {
-	case <-f.release:
-	case <-r.Context().Done():
-	}
-}
-
-// count is how many requests arrived.
-func (f *fakeOpenAI) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.requests)
-}
-
-// lastUser is the content of the last user message of request i.
-func (f *fakeOpenAI) lastUser(t testing.TB, i int) string {
+// newModel starts a model server (llmtest) that answers the n-th request
+// with script[n-1] and "out of script" after the script ends. An entry is
+// the JSON of an assistant message, {"content":…} and/or {"tool_calls":[…]};
+// it may also say "_hold": true (send the text, then wait for release or
+// for the client to go away before finishing) or "_cut": true (send the
+// text and close the stream unfinished). A streamed text comes a few runes
+// at a time; every reply reports 100 prompt tokens (64 cached) and 10 out.
+func newModel(t testing.TB, release <-chan struct{}, script ...string) *llmtest.Server {
 	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if i >= len(f.requests) {
-		t.Fatalf("request %d was not made; %d requests", i, len(f.requests))
-	}
-	msgs, _ := f.requests[i]["messages"].([]any)
-	for j := len(msgs) - 1; j >= 0; j-- {
-		if m, _ := msgs[j].(map[string]any); m["role"] == "user" {
-			s, _ := m["content"].(string)
-			return s
+	return llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		msg := `{"content":"out of script"}`
+		if r.N <= len(script) {
+			msg = script[r.N-1]
 		}
+		rep := assistantReply(msg)
+		rep.Usage = &llmtest.Usage{Prompt: 100, Cached: 64, Output: 10}
+		if rep.WaitAfterText {
+			rep.Wait = release
+		}
+		return rep
+	}, llmtest.WithKey("sk-test"), llmtest.WithPiece(4))
+}
+
+// assistantReply is the reply carrying the assistant message msg (JSON),
+// with newModel's "_hold" and "_cut" marks.
+func assistantReply(msg string) llmtest.Reply {
+	var m struct {
+		llmtest.Message
+		Hold bool `json:"_hold"`
+		Cut  bool `json:"_cut"`
 	}
-	return ""
+	if err := json.Unmarshal([]byte(msg), &m); err != nil {
+		panic(fmt.Sprintf("scripted message %s: %v", msg, err))
+	}
+	rep := llmtest.Reply{Content: m.Content, WaitAfterText: m.Hold, Cut: m.Cut}
+	for _, c := range m.ToolCalls {
+		rep.Calls = append(rep.Calls, llmtest.Call{ID: c.ID, Name: c.Function.Name, Args: c.Function.Arguments})
+	}
+	return rep
 }
 
 func TestAskWithDemoModel(t *testing.T) {
@@ -187,13 +103,11 @@ func TestAskWithDemoModel(t *testing.T) {
 
 func TestAskWithModelServer(t *testing.T) {
 	repo := testRepo(t)
-	fake := &fakeOpenAI{script: []string{
+	fake := newModel(t, nil,
 		`{"tool_calls":[{"id":"a","type":"function","function":{"name":"search_code","arguments":"{\"pattern\":\"Backoff\"}"}},{"id":"b","type":"function","function":{"name":"read_file","arguments":"{\"path\":\".env\"}"}}]}`,
 		`{"content":"Backoff doubles the wait: retry/backoff.go:3-4."}`,
-	}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_MODEL": "m", "OPENAI_STREAM": "false"})
+	)
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_MODEL": "m", "OPENAI_STREAM": "false"})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"ask", "--repo", repo, "how", "does", "retry", "work?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
@@ -204,10 +118,10 @@ func TestAskWithModelServer(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
-	if len(fake.requests) != 2 {
-		t.Fatalf("requests = %d, want 2", len(fake.requests))
+	if fake.Count() != 2 {
+		t.Fatalf("requests = %d, want 2", fake.Count())
 	}
-	second, _ := json.Marshal(fake.requests[1]["messages"])
+	second, _ := json.Marshal(fake.Request(t, 1).Map(t)["messages"])
 	if !strings.Contains(string(second), "retry/backoff.go") || strings.Contains(string(second), "hunter2") {
 		t.Errorf("second request should carry the search result and never the secret: %s", second)
 	}
@@ -218,10 +132,8 @@ func TestAskWithModelServer(t *testing.T) {
 
 func TestChatRemembers(t *testing.T) {
 	repo := testRepo(t)
-	fake := &fakeOpenAI{script: []string{`{"content":"It makes widgets."}`, `{"content":"Yes, from sprockets."}`}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_MODEL": "m", "OPENAI_STREAM": "false", "REPO_PATH": repo})
+	fake := newModel(t, nil, `{"content":"It makes widgets."}`, `{"content":"Yes, from sprockets."}`)
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_MODEL": "m", "OPENAI_STREAM": "false", "REPO_PATH": repo})
 	var out, errOut bytes.Buffer
 	stdin := strings.NewReader("what does it make?\nfrom what?\n/exit\n")
 	if err := run(t.Context(), []string{"chat"}, env, stdin, &out, &errOut); err != nil {
@@ -230,10 +142,10 @@ func TestChatRemembers(t *testing.T) {
 	if !strings.Contains(out.String(), "It makes widgets.") || !strings.Contains(out.String(), "Yes, from sprockets.") {
 		t.Errorf("answers missing:\n%s", out.String())
 	}
-	if len(fake.requests) != 2 {
-		t.Fatalf("requests = %d, want 2", len(fake.requests))
+	if fake.Count() != 2 {
+		t.Fatalf("requests = %d, want 2", fake.Count())
 	}
-	history, _ := json.Marshal(fake.requests[1]["messages"])
+	history, _ := json.Marshal(fake.Request(t, 1).Map(t)["messages"])
 	for _, want := range []string{"what does it make?", "It makes widgets.", "from what?"} {
 		if !strings.Contains(string(history), want) {
 			t.Errorf("follow-up request lacks %q: %s", want, history)

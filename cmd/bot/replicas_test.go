@@ -185,7 +185,7 @@ func TestReplicasAnswerAnEventDeliveredToBothOnce(t *testing.T) {
 	if got := w.answersIn("C1", root); got != 1 {
 		t.Errorf("answers = %d, want 1:\n%s", got, w.threadText(root))
 	}
-	if n := len(w.model.requests()); n != 6 {
+	if n := len(w.model.Requests()); n != 6 {
 		t.Errorf("model requests = %d, want 6 (two per question)", n)
 	}
 	for _, p := range []*proc{a, b} {
@@ -226,7 +226,7 @@ func TestReplicasBurstOfFifty(t *testing.T) {
 	if na, nb := countIn(`"msg":"turn"`, a), countIn(`"msg":"turn"`, b); na+nb != n || na == 0 || nb == 0 {
 		t.Errorf("turns: replica a %d, b %d; want %d in all, some on each", na, nb, n)
 	}
-	if got := len(w.model.requests()); got != 2*n {
+	if got := len(w.model.Requests()); got != 2*n {
 		t.Errorf("model requests = %d, want %d (two per question)", got, 2*n)
 	}
 }
@@ -267,12 +267,12 @@ func TestReplicaKilledMidTurnIsResumedByTheOther(t *testing.T) {
 	if n := strings.Count(w.threadText(root), "I am picking it up where I left off"); n != 1 {
 		t.Errorf("the thread was told %d times that the answer is being resumed, want once:\n%s", n, w.threadText(root))
 	}
-	reqs := w.model.requests()
+	reqs := w.model.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("model requests = %d, want 3 (two before the kill, one to finish)", len(reqs))
 	}
-	if r := reqs[2]; r.last() != "tool" || r.has("tool", "Widget turns sprockets into widgets.") != 1 || r.has("user", "what does widget do?") != 1 {
-		t.Errorf("the resumed request does not continue from step 1 with its result once: %+v", r.Messages)
+	if r := reqs[2]; r.Last().Role != "tool" || r.Has("tool", "Widget turns sprockets into widgets.") != 1 || r.Has("user", "what does widget do?") != 1 {
+		t.Errorf("the resumed request does not continue from step 1 with its result once: %+v", r.Chat.Messages)
 	}
 }
 
@@ -295,11 +295,11 @@ func TestReplicaFollowUpOnTheOtherKeepsMemory(t *testing.T) {
 	if n := countIn(`"outcome":"answered"`, a); n != 1 {
 		t.Errorf("replica a answered %d turns, want 1 (the follow-up is b's)", n)
 	}
-	reqs := w.model.requests()
+	reqs := w.model.Requests()
 	last := reqs[len(reqs)-1]
 	for _, want := range [][2]string{{"user", "what does widget do?"}, {"assistant", "Answer to: what does widget do?"}, {"user", "and how are sprockets made?"}} {
-		if last.has(want[0], want[1]) != 1 {
-			t.Errorf("the follow-up's request has %d %s messages with %q, want 1: the thread was forgotten", last.has(want[0], want[1]), want[0], want[1])
+		if last.Has(want[0], want[1]) != 1 {
+			t.Errorf("the follow-up's request has %d %s messages with %q, want 1: the thread was forgotten", last.Has(want[0], want[1]), want[0], want[1])
 		}
 	}
 	if got := w.answersIn("C1", root); got != 2 {
@@ -403,7 +403,7 @@ func TestReplicaKilledAfterAckIsAnsweredByTheOther(t *testing.T) {
 	if got := w.answersIn("C1", root); got != 1 {
 		t.Errorf("answers = %d, want 1:\n%s", got, w.threadText(root))
 	}
-	if n := len(w.model.requests()); n != 2 {
+	if n := len(w.model.Requests()); n != 2 {
 		t.Errorf("model requests = %d, want 2", n)
 	}
 }
@@ -439,7 +439,7 @@ func TestReplicaKilledBetweenPartsTheOtherPostsTheRest(t *testing.T) {
 			t.Errorf("message %d does not carry part %q", i, word)
 		}
 	}
-	if n := len(w.model.requests()); n != 2 {
+	if n := len(w.model.Requests()); n != 2 {
 		t.Errorf("model requests = %d, want 2 (the answer is in the store)", n)
 	}
 }

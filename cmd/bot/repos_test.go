@@ -13,11 +13,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
@@ -76,89 +76,40 @@ func (u *upstream) commit(files map[string]string) string {
 	return gitT(u.t, u.work, "rev-parse", "HEAD")
 }
 
-// scriptModel is an OpenAI-compatible server whose replies come from a
-// script; a reply with a gate is held until the gate is closed, outside
-// any lock, so a test can act while a turn waits on the model.
-type scriptModel struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	reqs   []chatReq
-	script func(n int, req chatReq) (reply string, gate <-chan struct{})
-	got    chan int
-}
-
-func newScriptModel(t *testing.T, script func(n int, req chatReq) (string, <-chan struct{})) *scriptModel {
-	m := &scriptModel{script: script, got: make(chan int, 100)}
-	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req chatReq
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		m.mu.Lock()
-		m.reqs = append(m.reqs, req)
-		n := len(m.reqs)
-		m.mu.Unlock()
-		reply, gate := m.script(n, req)
-		m.got <- n
-		if gate != nil {
-			select {
-			case <-gate:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}`, reply)
-	}))
-	t.Cleanup(m.srv.Close)
-	return m
-}
-
-func (m *scriptModel) requests() []chatReq {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.reqs)
+// newScriptModel starts a model (llmtest) whose replies come from a
+// script given the request's number (from 1); a reply with a gate is held
+// until the gate is closed, so a test can act while a turn waits on the
+// model. Every reply reports 10 prompt tokens and 1 out.
+func newScriptModel(t *testing.T, script func(n int, req llmtest.Request) (llmtest.Reply, <-chan struct{})) *llmtest.Server {
+	return llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		rep, gate := script(r.N, r)
+		rep.Wait = gate
+		rep.Usage = &llmtest.Usage{Prompt: 10, Output: 1}
+		return rep
+	})
 }
 
 // toolCalls is an assistant message calling tools, each name and JSON args.
-func toolCalls(calls ...[2]string) string {
-	type fn struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	}
-	type call struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function fn     `json:"function"`
-	}
-	msg := struct {
-		Role      string `json:"role"`
-		Content   string `json:"content"`
-		ToolCalls []call `json:"tool_calls"`
-	}{Role: "assistant"}
+func toolCalls(calls ...[2]string) llmtest.Reply {
+	var rep llmtest.Reply
 	for i, c := range calls {
-		msg.ToolCalls = append(msg.ToolCalls, call{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: fn{c[0], c[1]}})
+		rep.Calls = append(rep.Calls, llmtest.Call{ID: fmt.Sprintf("call_%d", i), Name: c[0], Args: c[1]})
 	}
-	b, _ := json.Marshal(msg)
-	return string(b)
+	return rep
 }
 
-func answerMsg(text string) string {
-	b, _ := json.Marshal(map[string]string{"role": "assistant", "content": text})
-	return string(b)
-}
+func answerMsg(text string) llmtest.Reply { return llmtest.Reply{Content: text} }
 
 // repoWorld is the service over the repos of a YAML file.
 type repoWorld struct {
 	t     *testing.T
 	slack *slacktest.Server
-	model *scriptModel
+	model *llmtest.Server
 	svc   *service
 	logs  *lockedBuffer
 }
 
-func newRepoWorld(t *testing.T, reposYAML string, model *scriptModel) *repoWorld {
+func newRepoWorld(t *testing.T, reposYAML string, model *llmtest.Server) *repoWorld {
 	t.Helper()
 	srv := slacktest.New()
 	t.Cleanup(srv.Close)
@@ -171,7 +122,7 @@ func newRepoWorld(t *testing.T, reposYAML string, model *scriptModel) *repoWorld
 		"SLACK_APP_TOKEN": slacktest.DefaultAppToken,
 		"SLACK_API_URL":   srv.APIURL(),
 		"OPENAI_API_KEY":  "sk-test",
-		"OPENAI_BASE_URL": model.srv.URL + "/v1",
+		"OPENAI_BASE_URL": model.URL,
 		"OPENAI_STREAM":   "false",
 		"BOT_CONFIG":      cfgFile,
 		"BOT_DATA_DIR":    t.TempDir(),
@@ -259,7 +210,7 @@ func (w *repoWorld) replies(channel, root string) string {
 // toolResults are the contents of the tool messages of request n (1-based).
 func (w *repoWorld) toolResults(n int) []string {
 	var out []string
-	for _, m := range w.model.requests()[n-1].Messages {
+	for _, m := range w.model.Requests()[n-1].Chat.Messages {
 		if m.Role == "tool" {
 			out = append(out, m.Content)
 		}
@@ -279,7 +230,7 @@ func TestRepoTurnSeesOneCommit(t *testing.T) {
 		"pay/retry.go": "package pay\n\n// Retry tries 3 times.\nfunc Retry() {}\n",
 	})
 	hold := make(chan struct{})
-	model := newScriptModel(t, func(n int, req chatReq) (string, <-chan struct{}) {
+	model := newScriptModel(t, func(n int, req llmtest.Request) (llmtest.Reply, <-chan struct{}) {
 		switch n {
 		case 1: // held while upstream moves
 			return toolCalls([2]string{"read_file", `{"path":"pay/retry.go"}`}), hold
@@ -300,7 +251,7 @@ func TestRepoTurnSeesOneCommit(t *testing.T) {
 
 	root := w.mention("C1", "how are payments retried?", "")
 	select {
-	case <-model.got:
+	case <-model.Arrived():
 	case <-w.ctx().Done():
 		t.Fatal("no model request")
 	}
@@ -343,12 +294,12 @@ func TestRepoTurnSeesOneCommit(t *testing.T) {
 	// The follow-up runs on the new commit and is told so.
 	w.slack.SendEvent(slacktest.UserMessage("C1", "channel", "U1", "and the limit?", w.slack.NextTS(), root))
 	w.waitTurns(2)
-	reqs := model.requests()
-	if n := reqs[2].has("user", fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)", first[:7], second[:7])); n != 1 {
-		t.Errorf("follow-up's request does not tell the model the checkout moved:\n%+v", reqs[2].Messages)
+	reqs := model.Requests()
+	if n := reqs[2].Has("user", fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)", first[:7], second[:7])); n != 1 {
+		t.Errorf("follow-up's request does not tell the model the checkout moved:\n%+v", reqs[2].Chat.Messages)
 	}
-	if n := reqs[0].has("user", "commit: "+first); n != 1 {
-		t.Errorf("first question lacks the commit in its preamble: %+v", reqs[0].Messages)
+	if n := reqs[0].Has("user", "commit: "+first); n != 1 {
+		t.Errorf("first question lacks the commit in its preamble: %+v", reqs[0].Chat.Messages)
 	}
 	text = w.answer("C1", root).AllText()
 	for _, want := range []string{
@@ -375,10 +326,10 @@ func TestRepoTurnSeesOneCommit(t *testing.T) {
 func TestRepoBinding(t *testing.T) {
 	pay, paySHA := newUpstream(t, map[string]string{"pay/retry.go": "package pay\n\nfunc Retry() {}\n"})
 	infra, infraSHA := newUpstream(t, map[string]string{"deploy/main.tf": "resource \"x\" \"y\" {}\n"})
-	model := newScriptModel(t, func(n int, req chatReq) (string, <-chan struct{}) {
-		q := req.Messages[len(req.Messages)-1].Content
+	model := newScriptModel(t, func(n int, req llmtest.Request) (llmtest.Reply, <-chan struct{}) {
+		q := req.Last().Content
 		switch {
-		case req.last() == "user" && strings.Contains(q, "repository: infra"):
+		case req.Last().Role == "user" && strings.Contains(q, "repository: infra"):
 			return answerMsg("It is deployed by deploy/main.tf:1."), nil
 		default:
 			return answerMsg("Retry is at pay/retry.go:3."), nil
@@ -428,7 +379,7 @@ func TestRepoBinding(t *testing.T) {
 			t.Errorf("%s: thread says\n%s\nwant %q", tc.name, got, tc.want)
 		}
 	}
-	if n := len(model.requests()); n != 2 {
+	if n := len(model.Requests()); n != 2 {
 		t.Errorf("model requests = %d, want 2 (only the two answered questions)", n)
 	}
 
@@ -454,7 +405,7 @@ func TestRepoToolsRefuseOptions(t *testing.T) {
 	up, _ := newUpstream(t, map[string]string{"README.md": "# x\n"})
 	out := filepath.Join(t.TempDir(), "x")
 	pagerMark := filepath.Join(t.TempDir(), "pager-ran")
-	model := newScriptModel(t, func(n int, req chatReq) (string, <-chan struct{}) {
+	model := newScriptModel(t, func(n int, req llmtest.Request) (llmtest.Reply, <-chan struct{}) {
 		if n == 1 {
 			return toolCalls(
 				[2]string{"git_show", fmt.Sprintf(`{"commit":"--output=%s"}`, out)},
@@ -501,10 +452,8 @@ func TestRepoToolsRefuseOptions(t *testing.T) {
 // hallucinated one is flagged, and the footer names the repo and commit.
 func TestAskChecksCitations(t *testing.T) {
 	up, sha := newUpstream(t, map[string]string{"retry/backoff.go": "package retry\n\nfunc Backoff() {}\n"})
-	fake := &fakeOpenAI{script: []string{`{"content":"See retry/backoff.go:3, not retry/jitter.go:1."}`}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_STREAM": "false",
+	fake := newModel(t, nil, `{"content":"See retry/backoff.go:3, not retry/jitter.go:1."}`)
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_STREAM": "false",
 		"BOT_CONFIG": libConfig(t, up.url), "BOT_DATA_DIR": t.TempDir()})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"ask", "in lib: how does backoff work?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
@@ -519,7 +468,7 @@ func TestAskChecksCitations(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if q, _ := json.Marshal(fake.requests[0]["messages"]); !strings.Contains(string(q), "how does backoff work?") || strings.Contains(string(q), "in lib:") {
+	if q, _ := json.Marshal(fake.Request(t, 0).Map(t)["messages"]); !strings.Contains(string(q), "how does backoff work?") || strings.Contains(string(q), "in lib:") {
 		t.Errorf("the question should reach the model without the repo choice: %s", q)
 	}
 }

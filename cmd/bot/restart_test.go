@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
@@ -43,104 +41,40 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// modelServer is an OpenAI-compatible chat completions server (plain JSON)
-// that outlives the bot processes of a test: each request is answered by
-// the script of the moment, and recorded.
-type modelServer struct {
-	srv *httptest.Server
-
-	mu     sync.Mutex
-	script func(req chatReq) (reply string, hold bool)
-	reqs   []chatReq
-	got    chan struct{} // a request arrived
-}
-
-type chatReq struct {
-	Messages []struct {
-		Role       string `json:"role"`
-		Content    string `json:"content"`
-		ToolCallID string `json:"tool_call_id"`
-	} `json:"messages"`
-}
-
-func (r chatReq) last() string { return r.Messages[len(r.Messages)-1].Role }
-
-// has reports how many messages of role contain s.
-func (r chatReq) has(role, s string) int {
-	n := 0
-	for _, m := range r.Messages {
-		if m.Role == role && strings.Contains(m.Content, s) {
-			n++
-		}
-	}
-	return n
-}
+// modelServer is the model (llmtest) that outlives the bot processes of a
+// test: each request is answered by the script of the moment, and every
+// reply reports 100 prompt tokens per message and 10 out.
+type modelServer struct{ *llmtest.Server }
 
 func newModelServer(t *testing.T) *modelServer {
-	m := &modelServer{got: make(chan struct{}, 100)}
-	m.srv = httptest.NewServer(m)
-	t.Cleanup(m.srv.Close)
-	return m
+	return &modelServer{llmtest.New(t, nil, llmtest.WithKey("sk-test"))}
 }
 
-func (m *modelServer) setScript(f func(chatReq) (string, bool)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.script = f
-}
-
-func (m *modelServer) requests() []chatReq {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.reqs)
-}
-
-func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test" {
-		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
-		return
-	}
-	var req chatReq
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	m.mu.Lock()
-	m.reqs = append(m.reqs, req)
-	reply, hold := m.script(req)
-	m.mu.Unlock()
-	m.got <- struct{}{}
-	if hold {
-		<-r.Context().Done() // until the bot that asked is gone
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":10,"total_tokens":%d}}`,
-		reply, 100*len(req.Messages), 100*len(req.Messages)+10)
+func (m *modelServer) setScript(f llmtest.Script) {
+	m.SetScript(func(r llmtest.Request) llmtest.Reply {
+		rep := f(r)
+		rep.Usage = &llmtest.Usage{Prompt: 100 * len(r.Chat.Messages), Output: 10}
+		return rep
+	})
 }
 
 // readmeThenAnswer reads README.md, then answers quoting the question.
-func readmeThenAnswer(req chatReq) (string, bool) {
-	if req.last() == "tool" {
-		var q string
-		for _, m := range req.Messages {
-			if m.Role == "user" {
-				q = m.Content
-			}
-		}
+func readmeThenAnswer(req llmtest.Request) llmtest.Reply {
+	if req.Last().Role == "tool" {
+		q := req.LastUser()
 		if i := strings.Index(q, "</context>"); i >= 0 {
 			q = q[i+len("</context>"):]
 		}
-		b, _ := json.Marshal(map[string]string{"role": "assistant", "content": "Answer to: " + strings.TrimSpace(q)})
-		return string(b), false
+		return llmtest.Reply{Content: "Answer to: " + strings.TrimSpace(q)}
 	}
-	return `{"role":"assistant","content":"","tool_calls":[{"id":"call_r","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"README.md\"}"}}]}`, false
+	return llmtest.Reply{Calls: []llmtest.Call{{ID: "call_r", Name: "read_file", Args: `{"path":"README.md"}`}}}
 }
 
-// holdAfterTools reads README.md and then never answers.
-func holdAfterTools(req chatReq) (string, bool) {
-	if req.last() == "tool" {
-		return "", true
+// holdAfterTools reads README.md and then never answers: the request
+// stays open until the bot that asked is gone.
+func holdAfterTools(req llmtest.Request) llmtest.Reply {
+	if req.Last().Role == "tool" {
+		return llmtest.Reply{Hang: true}
 	}
 	return readmeThenAnswer(req)
 }
@@ -167,7 +101,7 @@ func newWorld(t *testing.T, extra ...string) *world {
 		"SLACK_APP_TOKEN=" + slacktest.DefaultAppToken,
 		"SLACK_API_URL=" + srv.APIURL(),
 		"OPENAI_API_KEY=sk-test",
-		"OPENAI_BASE_URL=" + m.srv.URL + "/v1",
+		"OPENAI_BASE_URL=" + m.URL,
 		"OPENAI_STREAM=false",
 		"REPO_PATH=" + testRepo(t),
 		"REPO_NAME=widget",
@@ -274,11 +208,11 @@ func (w *world) ctx() context.Context {
 func (w *world) waitModelRequests(n int) {
 	w.t.Helper()
 	ctx := w.ctx()
-	for len(w.model.requests()) < n {
+	for len(w.model.Requests()) < n {
 		select {
 		case <-ctx.Done():
-			w.t.Fatalf("model requests = %d, want %d", len(w.model.requests()), n)
-		case <-w.model.got:
+			w.t.Fatalf("model requests = %d, want %d", len(w.model.Requests()), n)
+		case <-w.model.Arrived():
 		}
 	}
 }
@@ -346,11 +280,11 @@ func TestRestartRemembers(t *testing.T) {
 	if got := len(w.answers(root)); got != 2 {
 		t.Errorf("answers = %d, want 2 (the redelivery is not answered)", got)
 	}
-	reqs := w.model.requests()
+	reqs := w.model.Requests()
 	last := reqs[len(reqs)-1]
 	for _, want := range [][2]string{{"user", "what does widget do?"}, {"assistant", "Answer to: what does widget do?"}, {"user", "and how are sprockets made?"}} {
-		if last.has(want[0], want[1]) != 1 {
-			t.Errorf("the follow-up's request has %d %s messages with %q, want 1: the thread was forgotten", last.has(want[0], want[1]), want[0], want[1])
+		if last.Has(want[0], want[1]) != 1 {
+			t.Errorf("the follow-up's request has %d %s messages with %q, want 1: the thread was forgotten", last.Has(want[0], want[1]), want[0], want[1])
 		}
 	}
 
@@ -419,13 +353,13 @@ func TestRestartResumesCutTurn(t *testing.T) {
 			if got := len(w.answers(root)); got != 1 {
 				t.Errorf("answers = %d, want 1", got)
 			}
-			reqs := w.model.requests()
+			reqs := w.model.Requests()
 			if len(reqs) != 3 {
 				t.Fatalf("model requests = %d, want 3 (two before the cut, one to finish)", len(reqs))
 			}
 			resumed := reqs[2]
-			if resumed.last() != "tool" || resumed.has("tool", "Widget turns sprockets into widgets.") != 1 || resumed.has("user", "what does widget do?") != 1 {
-				t.Errorf("the resumed request does not continue from step 1 with its result once: %+v", resumed.Messages)
+			if resumed.Last().Role != "tool" || resumed.Has("tool", "Widget turns sprockets into widgets.") != 1 || resumed.Has("user", "what does widget do?") != 1 {
+				t.Errorf("the resumed request does not continue from step 1 with its result once: %+v", resumed.Chat.Messages)
 			}
 		})
 	}

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
 )
 
@@ -49,10 +47,8 @@ func TestHostileTextIsEscaped(t *testing.T) {
 	for _, stream := range []string{"false", "true"} {
 		t.Run("stream="+stream, func(t *testing.T) {
 			repo := testRepo(t)
-			fake := &fakeOpenAI{script: []string{hostileCall, jsonContent(hostileAnswer)}}
-			srv := httptest.NewServer(fake)
-			defer srv.Close()
-			env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_STREAM": stream, "REPO_PATH": repo})
+			fake := newModel(t, nil, hostileCall, jsonContent(hostileAnswer))
+			env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_STREAM": stream, "REPO_PATH": repo})
 			var out, errOut bytes.Buffer
 			if err := run(t.Context(), []string{"ask", "what is this?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
 				t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
@@ -77,22 +73,10 @@ func jsonContent(s string) string {
 	return string(b)
 }
 
-// httpHandler answers every request with status and body.
-func httpHandler(status int, body string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(body, "{") {
-			w.Header().Set("Content-Type", "application/json")
-		}
-		w.WriteHeader(status)
-		io.WriteString(w, body)
-	})
-}
-
 // A server's error message is printed escaped too, in chat and by main.
 func TestHostileErrorIsEscaped(t *testing.T) {
-	srv := httptest.NewServer(httpHandler(400, "{\"error\":{\"message\":\"bad \\u001b]0;owned\\u0007\\u001b[2J request\",\"type\":\"invalid_request_error\"}}"))
-	defer srv.Close()
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_STREAM": "false", "REPO_PATH": testRepo(t)})
+	model := llmtest.New(t, llmtest.Queue(llmtest.JSON(400, "{\"error\":{\"message\":\"bad \\u001b]0;owned\\u0007\\u001b[2J request\",\"type\":\"invalid_request_error\"}}")))
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.URL, "OPENAI_STREAM": "false", "REPO_PATH": testRepo(t)})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"chat"}, env, strings.NewReader("hi\n"), &out, &errOut); err != nil {
 		t.Fatalf("run: %v", err)
@@ -112,8 +96,7 @@ func TestHostileErrorIsEscaped(t *testing.T) {
 
 // A model error is printed once: not also as a warning of the agent loop.
 func TestModelErrorPrintedOnce(t *testing.T) {
-	srv := httptest.NewServer(httpHandler(404, "404 page not found"))
-	defer srv.Close()
+	model := llmtest.New(t, nil) // asked under the wrong path, it answers 404
 	for _, tc := range []struct {
 		name, stdin string
 		args        []string
@@ -122,7 +105,7 @@ func TestModelErrorPrintedOnce(t *testing.T) {
 		{"chat", "q\n", []string{"chat"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL, "OPENAI_STREAM": "false", "REPO_PATH": testRepo(t)})
+			env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.Root(), "OPENAI_STREAM": "false", "REPO_PATH": testRepo(t)})
 			var out, errOut bytes.Buffer
 			err := run(t.Context(), tc.args, env, strings.NewReader(tc.stdin), &out, &errOut)
 			printed := errOut.String()
@@ -173,10 +156,9 @@ func TestSessionsEscapesStoredText(t *testing.T) {
 // The answer appears as the model writes it: its first words are on the
 // screen while the model is still writing the rest.
 func TestAnswerStreams(t *testing.T) {
-	fake := &fakeOpenAI{script: []string{`{"content":"Backoff doubles the wait.","_hold":true}`}, release: make(chan struct{})}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "REPO_PATH": testRepo(t)})
+	release := make(chan struct{})
+	fake := newModel(t, release, `{"content":"Backoff doubles the wait.","_hold":true}`)
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "REPO_PATH": testRepo(t)})
 	out, errOut := &lockedBuffer{}, &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(t.Context(), []string{"ask", "how?"}, env, strings.NewReader(""), out, errOut) }()
@@ -184,7 +166,7 @@ func TestAnswerStreams(t *testing.T) {
 	if strings.Contains(out.String(), "steps") {
 		t.Fatalf("the footer came before the answer was finished:\n%s", out.String())
 	}
-	close(fake.release)
+	close(release)
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
 	}
@@ -200,10 +182,8 @@ func TestAnswerStreams(t *testing.T) {
 // A stream that breaks is retried; the terminal says the answer starts
 // again instead of running the two attempts together.
 func TestStreamRetryStartsOver(t *testing.T) {
-	fake := &fakeOpenAI{script: []string{`{"content":"Half an ans","_cut":true}`, `{"content":"The whole answer."}`}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "REPO_PATH": testRepo(t)})
+	fake := newModel(t, nil, `{"content":"Half an ans","_cut":true}`, `{"content":"The whole answer."}`)
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "REPO_PATH": testRepo(t)})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"ask", "how?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
@@ -220,13 +200,11 @@ func TestStreamRetryStartsOver(t *testing.T) {
 // why. Text the model wrote before a tool call is shown too.
 func TestStreamedCitationsListed(t *testing.T) {
 	up, sha := newUpstream(t, map[string]string{"retry/backoff.go": "package retry\n\nfunc Backoff() {}\n"})
-	fake := &fakeOpenAI{script: []string{
+	fake := newModel(t, nil,
 		`{"content":"Let me look.","tool_calls":[{"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"retry/backoff.go\"}"}}]}`,
 		`{"content":"See retry/backoff.go:3, not retry/jitter.go:1 or retry/backoff.go:9."}`,
-	}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "BOT_CONFIG": libConfig(t, up.url), "BOT_DATA_DIR": t.TempDir()})
+	)
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "BOT_CONFIG": libConfig(t, up.url), "BOT_DATA_DIR": t.TempDir()})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"ask", "how does backoff work?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
