@@ -41,7 +41,6 @@ type Server struct {
 	// URL is the base URL a client takes, /v1 included.
 	URL string
 
-	t       testing.TB
 	srv     *httptest.Server
 	key     string
 	piece   int
@@ -71,7 +70,7 @@ func New(t testing.TB, script Script, opts ...Option) *Server {
 	if script == nil {
 		script = func(Request) Reply { return Reply{Content: "ok"} }
 	}
-	s := &Server{t: t, script: script, arrived: make(chan int, 1024)}
+	s := &Server{script: script, arrived: make(chan int, 1024)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -238,13 +237,11 @@ type Usage struct{ Prompt, Cached, Output int }
 // Call is one tool call of a reply. An empty ID becomes call_<request>_<i>.
 type Call struct{ ID, Name, Args string }
 
-// Reply is one scripted answer: an assistant message (text, reasoning,
-// tool calls), an HTTP error, raw events or a handler of its own, with the
-// faults a test may ask for.
+// Reply is one scripted answer: an assistant message (text, tool calls),
+// an HTTP error or raw events, with the faults a test may ask for.
 type Reply struct {
-	Content   string
-	Reasoning string
-	Calls     []Call
+	Content string
+	Calls   []Call
 	// Finish overrides the finish reason: "stop", or "tool_calls" when
 	// there are calls.
 	Finish string
@@ -272,9 +269,6 @@ type Reply struct {
 	// Cut ends a stream after its text and calls, without a finish
 	// reason or [DONE], as a crashing server does.
 	Cut bool
-
-	// Handler, when set, answers instead of all the above.
-	Handler http.HandlerFunc
 }
 
 // JSON answers status with a JSON body and headers given as "Key: value".
@@ -325,10 +319,6 @@ func Completion(message, finish, usage string) string {
 }
 
 func (rep Reply) write(w http.ResponseWriter, r *http.Request, req Request, piece int) {
-	if rep.Handler != nil {
-		rep.Handler(w, r)
-		return
-	}
 	if rep.Hang {
 		<-r.Context().Done()
 		return
@@ -364,9 +354,6 @@ func (rep Reply) write(w http.ResponseWriter, r *http.Request, req Request, piec
 	if !stream {
 		w.Header().Set("Content-Type", "application/json")
 		msg := map[string]any{"role": "assistant", "content": rep.Content}
-		if rep.Reasoning != "" {
-			msg["reasoning_content"] = rep.Reasoning
-		}
 		if len(m.calls) > 0 {
 			msg["tool_calls"] = m.calls
 		}
@@ -439,7 +426,7 @@ func (rep Reply) sendChunks(w http.ResponseWriter) {
 	}
 }
 
-// stream sends the reply as chunks: the role, the reasoning, the text in
+// stream sends the reply as chunks: the role, the text in
 // pieces, each tool call as a chunk naming it and a chunk with its
 // arguments (by index), the finish reason, then the usage with no choices
 // (what stream_options.include_usage produces), then [DONE].
@@ -461,9 +448,6 @@ func (rep Reply) stream(w http.ResponseWriter, r *http.Request, req Request, m m
 		return []any{map[string]any{"index": 0, "delta": d, "finish_reason": nil}}
 	}
 	send(delta(map[string]any{"role": "assistant", "content": ""}), nil)
-	if rep.Reasoning != "" {
-		send(delta(map[string]any{"reasoning_content": rep.Reasoning}), nil)
-	}
 	for _, p := range pieces(rep.Content, piece) {
 		send(delta(map[string]any{"content": p}), nil)
 	}

@@ -77,7 +77,13 @@ func TestServerAnswersAndRecords(t *testing.T) {
 }
 
 func TestServerFaults(t *testing.T) {
-	s := llmtest.New(t, llmtest.Queue(llmtest.RateLimited("3"), llmtest.HTML(200, "<html>login</html>"), llmtest.CutSSE(llmtest.Chunk(`{"content":"Hal"}`, ""))), llmtest.WithKey("k"))
+	s := llmtest.New(t, llmtest.Queue(
+		llmtest.RateLimited("3"),
+		llmtest.Reply{Status: 500},
+		llmtest.HTML(200, "<html>login</html>"),
+		llmtest.CutSSE(llmtest.Chunk(`{"content":"Hal"}`, "")),
+		llmtest.Reply{Content: "Half an ans", Cut: true},
+	), llmtest.WithKey("k"))
 	for _, tc := range []struct {
 		url, key, body string
 		status         int
@@ -86,15 +92,17 @@ func TestServerFaults(t *testing.T) {
 		{s.Root() + "/chat/completions", "k", ask, 404, "wrong path /chat/completions", ""},
 		{s.URL + "/chat/completions", "nope", ask, 401, "invalid_api_key", ""},
 		{s.URL + "/chat/completions", "k", ask, 429, "Rate limit", "3"},
+		{s.URL + "/chat/completions", "k", ask, 500, "scripted failure 500", ""},
 		{s.URL + "/chat/completions", "k", ask, 200, "<html>login</html>", ""},
 		{s.URL + "/chat/completions", "k", askStream, 200, `"Hal"`, ""},
+		{s.URL + "/chat/completions", "k", askStream, 200, `"Half "`, ""},
 	} {
 		resp, body := post(t, t.Context(), tc.url, tc.key, tc.body)
 		if resp.StatusCode != tc.status || !strings.Contains(body, tc.says) || resp.Header.Get("Retry-After") != tc.header {
 			t.Errorf("%s with %q: %d %q Retry-After %q; want %d saying %q", tc.url, tc.key, resp.StatusCode, body, resp.Header.Get("Retry-After"), tc.status, tc.says)
 		}
-		if strings.Contains(body, "[DONE]") {
-			t.Errorf("a cut stream sent [DONE]: %s", body)
+		if strings.Contains(body, "[DONE]") || strings.Contains(body, "finish_reason\":\"") {
+			t.Errorf("a cut stream finished: %s", body)
 		}
 	}
 }
