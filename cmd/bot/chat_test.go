@@ -50,11 +50,13 @@ func TestChatCtrlC(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// after the stopped answer: more questions and Ctrl-Cs, as steps
-		// "ask:…" and "ctrl-c" with what to wait for after each
+		// "ask:…" and "ctrl-c" with what to wait for after each ("prompt":
+		// the answer is over and the prompt is back, so a Ctrl-C is at
+		// the prompt and not a late stop of the answer)
 		steps []string
 	}{
 		{"stop, then quit", []string{"ctrl-c"}},
-		{"stop, ask again, then two at the prompt", []string{"ask:and now?", "wait:Second answer.", "ctrl-c", "wait:(Ctrl-C again or Ctrl-D quits)", "ctrl-c"}},
+		{"stop, ask again, then two at the prompt", []string{"ask:and now?", "wait:Second answer.", "prompt", "ctrl-c", "wait:(Ctrl-C again or Ctrl-D quits)", "ctrl-c"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
@@ -79,6 +81,8 @@ func TestChatCtrlC(t *testing.T) {
 					intr <- os.Interrupt
 				case strings.HasPrefix(step, "ask:"):
 					io.WriteString(typing, strings.TrimPrefix(step, "ask:")+"\n")
+				case step == "prompt":
+					waitUntil(t, out, "no prompt after the answer", func(s string) bool { return strings.HasSuffix(s, "\n> ") })
 				case strings.HasPrefix(step, "wait:"):
 					waitFor(t, out, strings.TrimPrefix(step, "wait:"))
 				}

@@ -238,10 +238,17 @@ func libConfig(t testing.TB, url string) string {
 // waitFor waits until b holds s.
 func waitFor(t testing.TB, b *lockedBuffer, s string) {
 	t.Helper()
+	waitUntil(t, b, fmt.Sprintf("no %q", s), func(out string) bool { return strings.Contains(out, s) })
+}
+
+// waitUntil waits until what b holds satisfies ok; after 10s it fails,
+// saying what is missing and showing b.
+func waitUntil(t testing.TB, b *lockedBuffer, missing string, ok func(string) bool) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(b.String(), s) {
+	for !ok(b.String()) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q after 10s:\n%s", s, b.String())
+			t.Fatalf("%s after 10s:\n%s", missing, b.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
