@@ -115,8 +115,14 @@ func (t *terminal) askInterruptibly(ctx context.Context, q string) (interrupted 
 	_, err := t.ask(actx, q)
 	stop()
 	switch {
-	case context.Cause(actx) == errInterrupted:
+	case context.Cause(actx) == errInterrupted && err != nil:
 		t.out.style(dim, "(stopped; Ctrl-C again or Ctrl-D quits)")
+		fmt.Fprintln(t.out)
+		return true
+	case context.Cause(actx) == errInterrupted:
+		// The answer was whole before the Ctrl-C was taken: it is one
+		// at the prompt, and stopped nothing.
+		t.out.style(dim, "(Ctrl-C again or Ctrl-D quits)")
 		fmt.Fprintln(t.out)
 		return true
 	case err != nil && ctx.Err() == nil:
