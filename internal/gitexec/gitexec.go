@@ -96,6 +96,9 @@ var hardening = [][2]string{
 	{"color.ui", "false"},
 	{"core.quotePath", "false"},
 	{"gc.autoDetach", "false"},
+	// Read after GIT_NO_REPLACE_OBJECTS, so the repository could turn
+	// replacement back on.
+	{"core.useReplaceRefs", "false"},
 }
 
 // network is what Network allows; ext:: (which runs a command) and git://
@@ -163,6 +166,14 @@ func (g Git) Environ() []string {
 		"LC_ALL=C",
 		"GIT_OPTIONAL_LOCKS=0",
 		"GIT_NO_LAZY_FETCH=1",
+		// Objects as they are stored: a refs/replace/ ref (or a grafts
+		// file) makes git read one object's content for another's id,
+		// so a public path whose blob id is checked would print a
+		// replacement chosen by whoever wrote the repository, a
+		// secret's content included, and a commit's history would not
+		// be the one walked for secrets.
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_GRAFT_FILE="+os.DevNull,
 	)
 	cfg := make([][2]string, 0, len(g.Config)+len(hardening)+len(network))
 	cfg = append(cfg, g.Config...)
