@@ -73,7 +73,7 @@ func (s *GitShow) Definition() Definition {
 // repository's config, a merge shown against its first parent (what it
 // brought in) rather than as an unreadable combined diff, paths relative to
 // the checkout and limited to it. Rename detection is chosen per commit by
-// renameFlag and always given explicitly, so the repository's diff.renames
+// commitChanges and always given explicitly, so the repository's diff.renames
 // (which can ask for copies) has no say.
 var gitDiffFlags = []string{"--no-color", "--no-ext-diff", "--no-textconv", "--no-show-signature", "--no-notes",
 	"--diff-merges=first-parent", "--relative"}
@@ -118,17 +118,12 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 	if err != nil {
 		return "", err
 	}
-	rename, err := s.renameFlag(ctx, sha, secrets)
+	ch, err := s.changes(ctx, sha, secrets)
 	if err != nil {
 		return "", err
 	}
+	rename := ch.rename
 
-	argv := append([]string{"show", "--date=iso",
-		// format: (not tformat:) so one blank line, not two, parts the
-		// message from the diffstat.
-		"--pretty=format:commit %H%nAuthor: %an <%ae>%nDate:   %ad%nParents: %p%n%n%B",
-		"--stat=1000,800," + strconv.Itoa(statFiles), "--stat-graph-width=20"}, diffFlags(rename)...)
-	argv = append(argv, "--end-of-options", sha, "--")
 	// Everything shown fits the output budget: the message and file
 	// list take at most a third of it when a diff is to follow.
 	budget := OutputBudget(ctx)
@@ -136,9 +131,24 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 	if rel != "." {
 		metaLimit = max(1024, min(metaLimit, budget/3))
 	}
-	meta, truncated, err := s.git.output(ctx, metaLimit, argv...)
+	head, truncated, err := s.git.output(ctx, metaLimit, "show", "-s", "--date=iso",
+		"--pretty=format:commit %H%nAuthor: %an <%ae>%nDate:   %ad%nParents: %p%n%n%B", "--no-show-signature", "--no-notes",
+		"--end-of-options", sha, "--")
 	if err != nil {
 		return "", err
+	}
+	var stat []byte
+	if specs := ch.statSpecs(s.git.ws.deny); !truncated && specs != nil {
+		argv := append([]string{"show", "--format=", "--stat=1000,800," + strconv.Itoa(statFiles), "--stat-graph-width=20"}, diffFlags(rename)...)
+		argv = append(argv, "--end-of-options", sha, "--")
+		argv = append(argv, specs...)
+		if stat, truncated, err = s.git.output(ctx, max(256, metaLimit-len(head)), argv...); err != nil {
+			return "", err
+		}
+	}
+	meta := bytes.TrimRight(head, "\n")
+	if stat = bytes.TrimRight(stat, "\n"); len(stat) > 0 {
+		meta = append(append(meta, "\n\n"...), stat...)
 	}
 	if truncated {
 		// Keep whole lines only.
@@ -153,8 +163,8 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 	if truncated {
 		fmt.Fprintf(&b, "[message and file list cut at %d KB, for the output limit]\n", metaLimit>>10)
 	}
-	if rename == noRenames {
-		b.WriteString("[a secret file was renamed or copied in this commit, so renames are listed as a deletion and an addition]\n")
+	if ch.split {
+		b.WriteString("[renames in this commit are listed as a deletion and an addition]\n")
 	}
 	if rel == "." {
 		b.WriteString("\n[pass path (a file from the list above) to see its diff in this commit]\n")
@@ -166,35 +176,99 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 	return b.String(), nil
 }
 
-// Rename flags for renameFlag.
+// Rename flags of commitChanges.
 const (
 	findRenames = "-M"
 	noRenames   = "--no-renames"
 )
 
-// renameFlag decides whether the commit's diffs pair renamed files. A
-// rename or copy is diffed against its old path's content, so a pair with
-// a secret file, or a secret's content, on either side would print the
-// secret's lines in the patch, and its line counts in the diffstat; such a
-// commit is diffed without renames, each path against its own history.
-// Other commits keep the readable rename. A file list too long to read
-// whole is taken to hold such a pair.
-func (s *GitShow) renameFlag(ctx context.Context, sha string, secrets *secretBlobs) (string, error) {
+// commitChanges is what changed in a commit, as far as the tools may say.
+type commitChanges struct {
+	// rename is the rename flag of every diff of the commit. A rename or
+	// copy is diffed against its old path's content, so a pair with a
+	// secret file, or a secret's content, on either side would print the
+	// secret's lines in the patch, and its line counts in the diffstat;
+	// such a commit is diffed without renames, each path against its own
+	// history. Other commits keep the readable rename.
+	rename string
+	// shown are the changed paths that are neither denied nor hold a
+	// secret blob on either side, when some are (hidden); a denied file
+	// is left out of the diffstat as if it were not there, as a citation
+	// of it reads like one of a missing file: its name, and its line
+	// counts, would tell that a secret changed and by how much.
+	shown  []string
+	hidden bool
+	// split says renames between public files are shown as a deletion
+	// and an addition because of a pair with a hidden side, which the
+	// output says so that the model does not take them for two changes.
+	split bool
+	// cut says the file list was too long to read whole: it is taken to
+	// hold such a pair, and the diffstat leaves out what the deny-list's
+	// patterns can.
+	cut bool
+}
+
+// changes lists the commit's changed files with their blobs.
+func (s *GitShow) changes(ctx context.Context, sha string, secrets *secretBlobs) (commitChanges, error) {
 	argv := append([]string{"show", "--format=", "--raw", "-z"}, diffFlags(findRenames)...)
 	argv = append(argv, "--end-of-options", sha, "--")
 	out, truncated, err := s.git.output(ctx, 1<<20, argv...)
 	if err != nil {
-		return "", err
+		return commitChanges{}, err
 	}
 	if truncated {
-		return noRenames, nil
+		return commitChanges{rename: noRenames, cut: true, split: true}, nil
 	}
+	ch := commitChanges{rename: findRenames}
+	ws := s.git.ws
 	for _, e := range parseNameStatus(out) {
-		if e.paired() && (e.anyDenied(s.git.ws) || e.secret(secrets)) {
-			return noRenames, nil
+		if e.paired() && (e.anyDenied(ws) || e.secret(secrets)) {
+			ch.rename = noRenames
+		}
+		if e.paired() {
+			n := len(ch.shown)
+			if ws.Denied(e.from) || secrets.hasPrefix(e.oldBlob) {
+				ch.hidden = true
+			} else {
+				ch.shown = append(ch.shown, e.from)
+			}
+			if ws.Denied(e.to) || secrets.hasPrefix(e.newBlob) {
+				ch.hidden = true
+			} else {
+				ch.shown = append(ch.shown, e.to)
+			}
+			ch.split = ch.split || len(ch.shown) == n+2
+			continue
+		}
+		if ws.Denied(e.to) || e.secret(secrets) {
+			ch.hidden = true
+		} else {
+			ch.shown = append(ch.shown, e.to)
 		}
 	}
-	return findRenames, nil
+	ch.split = ch.split && ch.rename == noRenames
+	return ch, nil
+}
+
+// statSpecs are the pathspecs of the commit's diffstat: none (the whole
+// commit) when nothing is hidden, the shown files one by one when some
+// are, and when the list was cut, or is too long for one command line,
+// the whole checkout less what the deny-list's patterns exclude. nil
+// means there is no file to list.
+func (c commitChanges) statSpecs(deny denyList) []string {
+	switch {
+	case !c.cut && !c.hidden:
+		return []string{}
+	case !c.cut && len(c.shown) == 0:
+		return nil
+	case !c.cut && len(c.shown) <= maxDiffFiles:
+		specs := make([]string, 0, len(c.shown))
+		for _, f := range c.shown {
+			specs = append(specs, literalPathspec(f))
+		}
+		return specs
+	}
+	return append([]string{"."}, denyExcludes(deny)...)
 }
 
 // parseNameStatus reads the entries of `--name-status -z` output.
@@ -268,27 +342,32 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 			hide(e.to)
 		case fromDenied:
 			// Named alone, the new path is diffed as a new file: its
-			// own content, nothing of the secret it came from.
+			// own content, nothing of the secret it came from. A
+			// denied path is not named at all.
 			hide(e.from)
 			files = append(files, e.to)
-			notes = append(notes, fmt.Sprintf("%s was %s from %s, a secret file: shown as a new file", e.to, verb, e.from))
+			if !s.git.ws.Denied(e.from) {
+				notes = append(notes, fmt.Sprintf("%s was %s from %s, whose content is not shown: shown as a new file", e.to, verb, e.from))
+			}
 		default:
 			hide(e.to)
 			if e.status == 'R' {
 				files = append(files, e.from)
-				notes = append(notes, fmt.Sprintf("%s was renamed to %s, a secret file: shown as a deletion", e.from, e.to))
+				if !s.git.ws.Denied(e.to) {
+					notes = append(notes, fmt.Sprintf("%s was renamed to %s, whose content is not shown: shown as a deletion", e.from, e.to))
+				}
 			}
 		}
 	}
+	// Denied files (hidden) are left out without a word, as the
+	// diffstat leaves them out: a directory whose only change is a
+	// secret file's is not changed, as far as the tools tell.
 	short := sha[:8]
-	if len(files) == 0 && len(hidden) == 0 && len(held) == 0 {
+	if len(files) == 0 && len(held) == 0 {
 		fmt.Fprintf(b, "\n[%s is not changed in commit %s; pass a path from the list above]\n", rel, short)
 		return nil
 	}
 	b.WriteString("\n")
-	if len(hidden) > 0 {
-		fmt.Fprintf(b, "[not shown, on the deny-list of secret files: %s]\n", strings.Join(hidden, ", "))
-	}
 	if len(held) > 0 {
 		fmt.Fprintf(b, "[not shown, their content was once in a secret file: %s]\n", strings.Join(held, ", "))
 	}

@@ -80,3 +80,53 @@ func TestReplacedObjectsShowAsStored(t *testing.T) {
 		t.Errorf("git_log follows info/grafts instead of the stored parents:\n%s", out)
 	}
 }
+
+// git_show's diffstat names no denied file and counts none of a secret's
+// lines: ".env | 12 ++--" would tell that a secret changed and by how
+// much, which a citation of .env is careful not to. A file whose content
+// is a secret's is left out too. Renames between public files that had to
+// be split for a secret pair beside them say so.
+func TestGitShowStatLeavesSecretsOut(t *testing.T) {
+	const secret = "A=1\nB=2\nTOKEN=stat-secret\n"
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	sha := histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add files", write: map[string]string{
+			"a.txt": "one\ntwo\nthree\n", ".env": secret, "config/app.yaml": "port: 1\n"}},
+		{who: bob, date: "2024-01-11T10:00:00+00:00", msg: "Change the env", write: map[string]string{
+			".env": secret + "MORE=1\nMORE=2\n", "config/app.yaml": "port: 2\n"}},
+		{who: bob, date: "2024-01-12T10:00:00+00:00", msg: "Move things", rename: [2]string{"a.txt", "b.txt"}},
+	})
+	histGit(t, dir, nil, "mv", ".env", "c.txt")
+	sha["Hide the env"] = histCommits(t, dir, []histCommit{
+		{who: bob, date: "2024-01-13T10:00:00+00:00", msg: "Hide the env", rename: [2]string{"b.txt", "d.txt"}},
+	})["Hide the env"]
+
+	r := wallRegistry(wsNew(t, dir, WorkspaceOptions{}))
+	for _, c := range []struct {
+		commit, path string
+		contains     []string
+	}{
+		{sha["Change the env"], "", []string{"\n\n config/app.yaml | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n"}},
+		{sha["Change the env"], "config", []string{"+port: 2\n"}},
+		{sha["Hide the env"], "", []string{" b.txt | 3 ---\n d.txt | 3 +++\n 2 files changed, 3 insertions(+), 3 deletions(-)\n",
+			"[renames in this commit are listed as a deletion and an addition]\n"}},
+		{sha["Hide the env"], "c.txt", []string{"[not shown, their content was once in a secret file: c.txt]\n"}},
+	} {
+		args := map[string]any{"commit": c.commit}
+		if c.path != "" {
+			args["path"] = c.path
+		}
+		out := wallCall(t, r, GitShowName, args)
+		for _, want := range c.contains {
+			if !strings.Contains(out, want) {
+				t.Errorf("git_show %v lacks %q:\n%s", args, want, out)
+			}
+		}
+		for _, leak := range []string{".env", "stat-secret", "MORE=", "c.txt |"} {
+			if strings.Contains(out, leak) {
+				t.Errorf("git_show %v tells %q:\n%s", args, leak, out)
+			}
+		}
+	}
+}
