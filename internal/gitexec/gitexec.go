@@ -96,6 +96,10 @@ var hardening = [][2]string{
 	{"color.ui", "false"},
 	{"core.quotePath", "false"},
 	{"gc.autoDetach", "false"},
+	// A submodule's change as its two commit ids only: "log" or "diff"
+	// would read the submodule's repository, which its .git file can
+	// place anywhere on the host, and print its commits or files.
+	{"diff.submodule", "short"},
 	// Read after GIT_NO_REPLACE_OBJECTS, so the repository could turn
 	// replacement back on.
 	{"core.useReplaceRefs", "false"},

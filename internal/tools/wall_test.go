@@ -130,3 +130,40 @@ func TestGitShowStatLeavesSecretsOut(t *testing.T) {
 		}
 	}
 }
+
+// A commit that moves a submodule is shown as the two commit ids. A
+// repository's diff.submodule=log or diff would have git read the
+// submodule's repository, wherever its .git file points on the host, and
+// print its commit messages or its files, none of which are the
+// checkout's, nor checked against its deny-list.
+func TestGitShowSubmoduleStaysShort(t *testing.T) {
+	other := t.TempDir()
+	histGit(t, other, nil, "init", "-q")
+	osha := histCommits(t, other, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Other start", write: map[string]string{"x.txt": "x\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Other repository subject", write: map[string]string{".env": "TOKEN=submodule-secret\n", "y.txt": "other-file-text\n"}},
+	})
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histCommits(t, dir, []histCommit{{who: bob, date: "2024-01-12T10:00:00+00:00", msg: "Start", write: map[string]string{"README.md": "main\n"}}})
+	histGit(t, dir, nil, "update-index", "--add", "--cacheinfo", "160000,"+osha["Other start"]+",sub")
+	who := []string{"GIT_AUTHOR_NAME=Bob", "GIT_AUTHOR_EMAIL=b@example.com", "GIT_COMMITTER_NAME=Bob", "GIT_COMMITTER_EMAIL=b@example.com"}
+	histGit(t, dir, who, "commit", "-q", "-m", "Add sub")
+	histGit(t, dir, nil, "update-index", "--cacheinfo", "160000,"+osha["Other repository subject"]+",sub")
+	histGit(t, dir, who, "commit", "-q", "-m", "Bump sub")
+	wsWriteFiles(t, dir, map[string]string{"sub/.git": "gitdir: " + filepath.Join(other, ".git") + "\n"})
+
+	for _, mode := range []string{"log", "diff"} {
+		histGit(t, dir, nil, "config", "diff.submodule", mode)
+		r := wallRegistry(wsNew(t, dir, WorkspaceOptions{}))
+		out := wallCall(t, r, GitShowName, map[string]any{"commit": "HEAD", "path": "sub"})
+		if !strings.Contains(out, "+Subproject commit "+osha["Other repository subject"]) {
+			t.Errorf("diff.submodule=%s: git_show does not show the submodule's new commit id:\n%s", mode, out)
+		}
+		for _, leak := range []string{"Other repository subject", "other-file-text", "submodule-secret"} {
+			if strings.Contains(out, leak) {
+				t.Errorf("diff.submodule=%s: git_show prints %q from the submodule's repository:\n%s", mode, leak, out)
+			}
+		}
+	}
+}
