@@ -142,6 +142,25 @@ func TestForeignGitDirRefused(t *testing.T) {
 			head := strings.TrimSpace(string(must(gitOut(t, elsewhere, "rev-parse", "HEAD"))))
 			wsWriteFiles(t, dir, map[string]string{".git/HEAD": head + "\n"})
 		}},
+		{"objects symlink", func(t *testing.T, dir string) {
+			wsGit(t, dir, "init", "-q")
+			if err := os.RemoveAll(filepath.Join(dir, ".git", "objects")); err != nil {
+				t.Fatal(err)
+			}
+			wsSymlink(t, filepath.Join(elsewhere, ".git", "objects"), filepath.Join(dir, ".git", "objects"))
+			head := strings.TrimSpace(string(must(gitOut(t, elsewhere, "rev-parse", "HEAD"))))
+			wsWriteFiles(t, dir, map[string]string{".git/HEAD": head + "\n"})
+		}},
+		{"pack directory symlink", func(t *testing.T, dir string) {
+			gitexectest.Git(t, elsewhere, "gc", "-q")
+			wsGit(t, dir, "init", "-q")
+			if err := os.RemoveAll(filepath.Join(dir, ".git", "objects", "pack")); err != nil {
+				t.Fatal(err)
+			}
+			wsSymlink(t, filepath.Join(elsewhere, ".git", "objects", "pack"), filepath.Join(dir, ".git", "objects", "pack"))
+			head := strings.TrimSpace(string(must(gitOut(t, elsewhere, "rev-parse", "HEAD"))))
+			wsWriteFiles(t, dir, map[string]string{".git/HEAD": head + "\n"})
+		}},
 		{"core.worktree elsewhere", func(t *testing.T, dir string) {
 			wsGit(t, dir, "init", "-q")
 			wsGit(t, dir, "config", "core.worktree", elsewhere)

@@ -182,7 +182,37 @@ func (w *Workspace) foreignGitDir(gitDir, common, top string) string {
 	if alternates(filepath.Join(dotGit, "objects", "info", "alternates")) {
 		return "its git directory borrows objects from another repository (objects/info/alternates)"
 	}
+	if linksOut(filepath.Join(dotGit, "objects"), dotGit) {
+		return "its git directory takes objects through a symlink from outside it"
+	}
 	return ""
+}
+
+// linksOut reports whether dir, or anything below it, is a symlink that
+// leads out of root (a real path): .git/objects, or only its pack
+// directory, linked to another repository's gives git all of that
+// repository's objects, and any ref naming one of them shows its history.
+// The walk reads directory entries only, no file, and follows no link.
+func linksOut(dir, root string) bool {
+	out := false
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || (real != root && !strings.HasPrefix(real, root+string(filepath.Separator))) {
+			out = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return out || err != nil
 }
 
 // alternates reports whether an alternates file lists any directory.
