@@ -150,7 +150,10 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 	case prefix != "":
 		argv = append(argv, ".")
 	}
-	if args.Pickaxe != "" && !follow {
+	// A directory's history leaves out the commits that changed only
+	// secret files in it: "changed config/" of a commit that rotated
+	// config/.env.prod would tell when a secret changed.
+	if (args.Pickaxe != "" || rel != ".") && !follow {
 		if rel == "." && prefix == "" {
 			argv = append(argv, ".")
 		}

@@ -167,3 +167,24 @@ func TestGitShowSubmoduleStaysShort(t *testing.T) {
 		}
 	}
 }
+
+// The history of a directory leaves out commits whose only change in it
+// was to a secret file: listing one would tell when the secret changed.
+func TestGitLogDirectoryLeavesSecretOnlyCommitsOut(t *testing.T) {
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add config", write: map[string]string{"config/app.yaml": "port: 1\n", "config/.env.prod": "P=1\n"}},
+		{who: bob, date: "2024-01-11T10:00:00+00:00", msg: "Rotate the password", write: map[string]string{"config/.env.prod": "P=2\n"}},
+		{who: bob, date: "2024-01-12T10:00:00+00:00", msg: "Change the port", write: map[string]string{"config/app.yaml": "port: 2\n"}},
+	})
+	r := wallRegistry(wsNew(t, dir, WorkspaceOptions{}))
+	out := wallCall(t, r, GitLogName, map[string]any{"path": "config"})
+	if !strings.HasPrefix(out, "2 commits") || strings.Contains(out, "Rotate the password") {
+		t.Errorf("git_log of config lists a commit that changed only a secret file in it:\n%s", out)
+	}
+	// The whole history is every commit: it names no file.
+	if out := wallCall(t, r, GitLogName, map[string]any{}); !strings.HasPrefix(out, "3 commits") {
+		t.Errorf("git_log of the whole repository:\n%s", out)
+	}
+}
