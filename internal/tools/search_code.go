@@ -194,7 +194,9 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	files := filterInclude(scope.files, args.Include)
 	readers, closeRoot := s.readers()
 	defer closeRoot()
-	readers = withSecretFilter(readers, secrets)
+	if readers, err = withSecretFilter(ctx, s.ws, readers, secrets); err != nil {
+		return "", err
+	}
 	job := searchJob{
 		files:        files,
 		reader:       readers,

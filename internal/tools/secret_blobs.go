@@ -506,11 +506,22 @@ func (w *Workspace) OpenContent(ctx context.Context, rel string) (*os.File, fs.F
 
 // refuseSecret returns the error a denied file gets when f, the file
 // opened for the path asked, holds a secret blob: a secret committed under
-// a public name, or copied to one, is the secret.
+// a public name, or copied to one, is the secret. That is so whether the
+// file's bytes hash to the blob or the index says the file was checked
+// out from it: git converts a blob as it writes it to the working tree
+// (working-tree-encoding in .gitattributes, ident), and the converted
+// bytes, which hash to nothing in the set, still read as the secret.
 func (w *Workspace) refuseSecret(ctx context.Context, asked string, f io.ReaderAt, size int64) error {
 	set, err := w.secretSet(ctx)
 	if err != nil {
 		return err
+	}
+	staged, err := w.stagedSecrets(ctx, set)
+	if err != nil {
+		return err
+	}
+	if staged.holds(w, asked) {
+		return deniedError(asked)
 	}
 	held, err := set.holdsReader(f, size)
 	if err != nil {
@@ -526,10 +537,15 @@ func (w *Workspace) refuseSecret(ctx context.Context, asked string, f io.ReaderA
 // reads whose content is a secret blob.
 type secretFilter struct {
 	fileReader
-	set *secretBlobs
+	set    *secretBlobs
+	ws     *Workspace
+	staged stagedSet
 }
 
 func (r secretFilter) read(rel string, buf []byte, maxSize int64) ([]byte, skipKind) {
+	if r.staged.holds(r.ws, rel) {
+		return buf, skipSilently
+	}
 	buf, skip := r.fileReader.read(rel, buf, maxSize)
 	if skip == notSkipped && r.set.holds(buf) {
 		return buf, skipSilently
@@ -539,9 +555,81 @@ func (r secretFilter) read(rel string, buf []byte, maxSize int64) ([]byte, skipK
 
 // withSecretFilter wraps a search's readers in secretFilter; with no
 // secret blobs they are left as they are.
-func withSecretFilter(newReader func() fileReader, set *secretBlobs) func() fileReader {
+func withSecretFilter(ctx context.Context, ws *Workspace, newReader func() fileReader, set *secretBlobs) (func() fileReader, error) {
 	if set.empty() {
-		return newReader
+		return newReader, nil
 	}
-	return func() fileReader { return secretFilter{fileReader: newReader(), set: set} }
+	staged, err := ws.stagedSecrets(ctx, set)
+	if err != nil {
+		return nil, err
+	}
+	return func() fileReader { return secretFilter{fileReader: newReader(), set: set, ws: ws, staged: staged} }, nil
+}
+
+// stagedSet is the tracked files of the checkout whose index entry is a
+// secret blob, by path relative to the checkout. A nil one holds none.
+type stagedSet map[string]struct{}
+
+// holds says whether rel, as the model named it, is such a file, itself
+// or through the symlinks on its way.
+func (s stagedSet) holds(w *Workspace, rel string) bool {
+	if len(s) == 0 {
+		return false
+	}
+	r, err := w.Rel(rel)
+	if err != nil {
+		return false
+	}
+	if _, ok := s[r]; ok {
+		return true
+	}
+	if target, err := w.resolve(r); err == nil && target != r {
+		_, ok := s[target]
+		return ok
+	}
+	return false
+}
+
+// stagedCache keeps the last stagedSet of a workspace, for the index and
+// secret set it was read from.
+type stagedCache struct {
+	mu   sync.Mutex
+	key  string
+	set  *secretBlobs
+	list stagedSet
+}
+
+// stagedSecrets lists the tracked files whose index blob is in set, once
+// per index and set: one ls-files, about 0.1 s on 13k files. Outside git
+// there is no index and the set is empty anyway.
+func (w *Workspace) stagedSecrets(ctx context.Context, set *secretBlobs) (stagedSet, error) {
+	if set.empty() {
+		return nil, nil
+	}
+	git, err := w.Git(ctx)
+	if err != nil {
+		return nil, nil
+	}
+	c := &w.staged
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := cacheKey(git.GitDir)
+	if c.list != nil && c.key == key && c.set == set {
+		return c.list, nil
+	}
+	out, err := lsFiles(ctx, git, "--stage")
+	if err != nil {
+		return nil, secretsError(err)
+	}
+	list := stagedSet{}
+	// "<mode> <object> <stage>\t<path>"
+	for rec := range strings.SplitSeq(out, "\x00") {
+		meta, name, ok := strings.Cut(rec, "\t")
+		f := strings.Fields(meta)
+		if ok && len(f) == 3 && f[0] != "160000" && set.has(f[1]) {
+			list[name] = struct{}{}
+		}
+	}
+	c.key, c.set, c.list = key, set, list
+	return list, nil
 }

@@ -188,3 +188,47 @@ func TestGitLogDirectoryLeavesSecretOnlyCommitsOut(t *testing.T) {
 		t.Errorf("git_log of the whole repository:\n%s", out)
 	}
 }
+
+// A secret's blob checked out under a public name through a conversion
+// (here working-tree-encoding=UTF-7 in .gitattributes) is written as bytes
+// that hash to no secret blob, yet read as the secret: the index says
+// which blob the file came from, and that is refused too.
+func TestConvertedSecretCheckoutRefused(t *testing.T) {
+	const secret = "API_KEY=converted-secret\n"
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	sha := histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add env", write: map[string]string{".env": secret, "README.md": "readme\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Remove env", remove: []string{".env"}},
+	})
+	blob := strings.TrimSpace(histGit(t, dir, nil, "rev-parse", sha["Add env"]+":.env"))
+	wsWriteFiles(t, dir, map[string]string{".gitattributes": "notes.txt working-tree-encoding=UTF-7\n"})
+	histGit(t, dir, nil, "add", ".gitattributes")
+	histGit(t, dir, nil, "update-index", "--add", "--cacheinfo", "100644,"+blob+",notes.txt")
+	histGit(t, dir, []string{"GIT_AUTHOR_NAME=Bob", "GIT_AUTHOR_EMAIL=b@example.com", "GIT_COMMITTER_NAME=Bob", "GIT_COMMITTER_EMAIL=b@example.com"},
+		"commit", "-q", "-m", "Add notes")
+	histGit(t, dir, nil, "checkout", "--", "notes.txt")
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) == secret || !strings.Contains(string(b), "converted-secret") {
+		t.Fatalf("notes.txt on disk = %q, %v; want the secret converted", b, err)
+	}
+	wsSymlink(t, "notes.txt", filepath.Join(dir, "link.txt"))
+
+	r := wallRegistry(wsNew(t, dir, WorkspaceOptions{}))
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{
+		{ReadFileName, map[string]any{"path": "notes.txt"}},
+		{ReadFileName, map[string]any{"path": "./notes.txt"}},
+		{ReadFileName, map[string]any{"path": "link.txt"}},
+		{SearchCodeName, map[string]any{"pattern": "converted"}},
+		{SearchCodeName, map[string]any{"pattern": "converted", "path": "link.txt"}},
+	} {
+		if out := wallCall(t, r, c.name, c.args); strings.Contains(out, "converted-secret") || strings.Contains(out, "1 match") {
+			t.Errorf("%s %v shows the converted secret:\n%s", c.name, c.args, out)
+		}
+	}
+	if out := wallCall(t, r, ReadFileName, map[string]any{"path": "README.md"}); !strings.Contains(out, "readme") {
+		t.Errorf("read_file README.md:\n%s", out)
+	}
+}

@@ -77,6 +77,8 @@ type Workspace struct {
 	// secrets caches the blobs that were ever at a denied path; it has
 	// its own lock, held while git builds the set.
 	secrets secretCache
+	// staged caches which tracked files' index blobs are secret ones.
+	staged stagedCache
 
 	gitDir string // WorkspaceOptions.GitDir
 	gitMu  sync.Mutex
