@@ -142,6 +142,11 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 	}
 	if follow {
 		argv = append(argv, "--follow")
+		if args.Pickaxe == "" {
+			// The file's name and blob at each commit, for
+			// dropFollowedSecrets.
+			argv = append(argv, "--raw")
+		}
 	}
 	argv = append(argv, "--")
 	switch {
@@ -160,7 +165,7 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 		argv = append(argv, denyExcludes(l.git.ws.deny)...)
 	}
 	var secrets *secretBlobs
-	if args.Pickaxe != "" {
+	if args.Pickaxe != "" || follow {
 		if secrets, err = l.git.secrets(ctx); err != nil {
 			return "", err
 		}
@@ -172,6 +177,8 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 	commits := parseLog(out, truncated)
 	if args.Pickaxe != "" {
 		commits = l.dropDenied(commits, prefix, secrets)
+	} else if follow {
+		commits = l.dropFollowedSecrets(commits, prefix, secrets)
 	}
 	return renderLog(args, rel, follow, limit, commits, OutputBudget(ctx)), nil
 }
@@ -245,6 +252,30 @@ func (l *GitLog) dropDenied(commits []logCommit, prefix string, secrets *secretB
 		visible := len(c.files) == 0
 		for _, f := range c.files {
 			if shown(f.to) && (!f.paired() || shown(f.from)) && !f.secret(secrets) {
+				visible = true
+				break
+			}
+		}
+		if visible {
+			kept = append(kept, c)
+		}
+	}
+	return kept
+}
+
+// dropFollowedSecrets removes, from the history of one file followed
+// across renames, the commits in which it was a secret file, by name or
+// by content: a file renamed from .env would otherwise list every commit
+// that changed .env, and so tell when the secret changed. The commit that
+// renamed it to its public name stays, unless the file kept the secret's
+// content there.
+func (l *GitLog) dropFollowedSecrets(commits []logCommit, prefix string, secrets *secretBlobs) []logCommit {
+	kept := commits[:0]
+	for _, c := range commits {
+		visible := len(c.files) == 0
+		for _, f := range c.files {
+			rel, ok := strings.CutPrefix(f.to, prefix)
+			if ok && !l.git.ws.Denied(rel) && !secrets.hasPrefix(f.newBlob) {
 				visible = true
 				break
 			}

@@ -232,3 +232,32 @@ func TestConvertedSecretCheckoutRefused(t *testing.T) {
 		t.Errorf("read_file README.md:\n%s", out)
 	}
 }
+
+// The history of a file followed across renames stops where it was a
+// secret file: the commits that changed it as .env would tell when the
+// secret changed.
+func TestGitLogFollowStopsAtSecretNames(t *testing.T) {
+	const lines = "APP=shop\nPORT=8080\nHOST=localhost\nMODE=prod\nLOG=info\n"
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add env", write: map[string]string{".env": lines + "PW=one-secret\n"}},
+		{who: bob, date: "2024-01-11T10:00:00+00:00", msg: "Rotate the password", write: map[string]string{".env": lines + "PW=two-secret\n"}},
+		{who: bob, date: "2024-01-12T10:00:00+00:00", msg: "Turn env into a sample", rename: [2]string{".env", "env.sample"}},
+		{who: carol, date: "2024-01-13T10:00:00+00:00", msg: "Blank the sample", write: map[string]string{"env.sample": lines + "PW=CHANGEME\n"}},
+	})
+	r := wallRegistry(wsNew(t, dir, WorkspaceOptions{}))
+	out := wallCall(t, r, GitLogName, map[string]any{"path": "env.sample"})
+	for _, want := range []string{"Blank the sample"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("git_log env.sample lacks %q:\n%s", want, out)
+		}
+	}
+	// "Turn env into a sample" kept the secret's blob under the new
+	// name, so it goes too.
+	for _, leak := range []string{"Rotate the password", "Add env", "Turn env into a sample"} {
+		if strings.Contains(out, leak) {
+			t.Errorf("git_log env.sample lists %q, a commit of the secret file:\n%s", leak, out)
+		}
+	}
+}
