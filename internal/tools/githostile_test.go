@@ -195,6 +195,49 @@ func TestForeignGitDirRefused(t *testing.T) {
 	}
 }
 
+// The objects of a checkout's repository are checked again on every call,
+// as its .git is: an alternates file or a borrowed pack directory planted
+// after the first call turns git off rather than show another
+// repository.
+func TestObjectsBorrowedLaterRefused(t *testing.T) {
+	elsewhere := gitexectest.NewRepo(t)
+	gitexectest.Git(t, elsewhere, "gc", "-q")
+	head := strings.TrimSpace(string(must(gitOut(t, elsewhere, "rev-parse", "HEAD"))))
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, dir string)
+	}{
+		{"alternates", func(t *testing.T, dir string) {
+			wsWriteFiles(t, dir, map[string]string{".git/objects/info/alternates": filepath.Join(elsewhere, ".git", "objects") + "\n"})
+		}},
+		{"pack directory symlink", func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, ".git", "objects", "pack")); err != nil {
+				t.Fatal(err)
+			}
+			wsSymlink(t, filepath.Join(elsewhere, ".git", "objects", "pack"), filepath.Join(dir, ".git", "objects", "pack"))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			wsWriteFiles(t, dir, map[string]string{"mine.txt": "mine\n"})
+			wsGit(t, dir, "init", "-q")
+			wsGit(t, dir, "add", ".")
+			wsGit(t, dir, "commit", "-q", "-m", "mine")
+			ws := wsNew(t, dir, WorkspaceOptions{})
+			gitLog := NewGitLog(ws, GitOptions{})
+			if out, err := gitLog.Run(t.Context(), json.RawMessage(`{}`)); err != nil || !strings.Contains(out, "mine") {
+				t.Fatalf("git_log before = %q, %v", out, err)
+			}
+			c.plant(t, dir)
+			wsWriteFiles(t, dir, map[string]string{".git/HEAD": head + "\n"})
+			out, err := gitLog.Run(t.Context(), json.RawMessage(`{}`))
+			if !errors.Is(err, ErrForeignGitDir) {
+				t.Errorf("git_log after = %q, %v; want ErrForeignGitDir", out, err)
+			}
+		})
+	}
+}
+
 // A checkout below the top of its repository is legitimate: the git
 // directory is the repository's own, above the checkout.
 func TestSubdirCheckoutKeepsGit(t *testing.T) {

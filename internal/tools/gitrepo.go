@@ -27,6 +27,10 @@ var ErrForeignGitDir = errors.New("the checkout's git directory is not its own")
 type gitRepo struct {
 	git gitexec.Git
 	err error
+	// realGitDir is git.GitDir with symlinks resolved, for the checks
+	// repeated on every call.
+	realGitDir string
+
 	// layout says that prefix and common are known: where the checkout
 	// sits in the repository ("" at its top, "sub/dir/" below it) and the
 	// repository's common git directory. Resolving them once saves a git
@@ -72,6 +76,11 @@ func (w *Workspace) Git(ctx context.Context) (gitexec.Git, error) {
 		if fi, err := os.Lstat(w.repo.git.GitDir); err != nil || !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 {
 			w.log.Warn("git history is off for this checkout: its .git changed after it was checked", "dir", w.dir)
 			w.repo = &gitRepo{err: fmt.Errorf("%w: its .git was replaced after the checkout was opened; git history is off for this checkout", ErrForeignGitDir)}
+		} else if reason := borrowsObjects(w.repo.git.GitDir, w.repo.realGitDir, false); reason != "" {
+			// The same holds for where its objects come from: the
+			// deep walk is done once, these few reads every call.
+			w.log.Warn("git history is off for this checkout: its objects changed after it was checked", "dir", w.dir, "reason", reason)
+			w.repo = &gitRepo{err: fmt.Errorf("%w: %s since the checkout was opened; git history is off for this checkout", ErrForeignGitDir, reason)}
 		}
 	}
 	return w.repo.git, w.repo.err
@@ -136,7 +145,11 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 		w.log.Warn("cannot read the repository's config; not using git", "dir", w.dir, "err", err)
 		return gitRepo{err: ErrNotGitRepo}
 	}
-	r := gitRepo{git: g, common: common}
+	real, err := filepath.EvalSymlinks(gitDir)
+	if err != nil {
+		return gitRepo{err: ErrNotGitRepo}
+	}
+	r := gitRepo{git: g, realGitDir: real, common: common}
 	if realTop, err := filepath.EvalSymlinks(top); err == nil {
 		if rel, err := filepath.Rel(realTop, w.real); err == nil && !strings.HasPrefix(rel, "..") {
 			r.layout = true
@@ -179,13 +192,55 @@ func (w *Workspace) foreignGitDir(gitDir, common, top string) string {
 			return "its git directory takes its refs or objects from another repository"
 		}
 	}
-	if alternates(filepath.Join(dotGit, "objects", "info", "alternates")) {
+	return borrowsObjects(dotGit, dotGit, true)
+}
+
+// borrowsObjects says how the git directory gitDir (realGitDir with its
+// symlinks resolved) takes objects from another repository, or "": an
+// alternates file, or a symlink out of it in its objects directory. deep
+// walks all of that directory; otherwise only the directory itself, its
+// entries and those of objects/pack are looked at (a few reads), which
+// still catches a borrowed object store or pack directory.
+func borrowsObjects(gitDir, realGitDir string, deep bool) string {
+	objects := filepath.Join(gitDir, "objects")
+	if alternates(filepath.Join(objects, "info", "alternates")) {
 		return "its git directory borrows objects from another repository (objects/info/alternates)"
 	}
-	if linksOut(filepath.Join(dotGit, "objects"), dotGit) {
+	out := false
+	if deep {
+		out = linksOut(objects, realGitDir)
+	} else {
+		out = linkOut(objects, realGitDir) || entriesLinkOut(objects, realGitDir) || entriesLinkOut(filepath.Join(objects, "pack"), realGitDir)
+	}
+	if out {
 		return "its git directory takes objects through a symlink from outside it"
 	}
 	return ""
+}
+
+// linkOut says whether p is a symlink that leads out of root.
+func linkOut(p, root string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(p)
+	return err != nil || (real != root && !strings.HasPrefix(real, root+string(filepath.Separator)))
+}
+
+// entriesLinkOut says whether an entry of dir is a symlink that leads out
+// of root. A dir that cannot be read has none.
+func entriesLinkOut(dir, root string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink != 0 && linkOut(filepath.Join(dir, e.Name()), root) {
+			return true
+		}
+	}
+	return false
 }
 
 // linksOut reports whether dir, or anything below it, is a symlink that
