@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,6 +61,14 @@ type Git struct {
 	// GIT_SSH_COMMAND with the deploy key. They cannot override the
 	// hardening.
 	Env []string
+	// AllocLimit, when positive, is the largest single allocation git
+	// may make (GIT_ALLOC_LIMIT); past it git stops with "attempting to
+	// allocate ... over limit". A blob of repeated bytes compresses a
+	// thousandfold, so a repository of a few hundred KB can hold one
+	// that show, blame or log -S would inflate whole into memory. Set it
+	// for reading history; clones and fetches, which must take any blob
+	// a remote has, leave it zero.
+	AllocLimit int64
 	// Network allows the transports a remote may use (https, http, ssh,
 	// file); without it every transport is refused, so a partial clone
 	// cannot fetch missing objects on demand.
@@ -179,6 +188,9 @@ func (g Git) Environ() []string {
 		"GIT_NO_REPLACE_OBJECTS=1",
 		"GIT_GRAFT_FILE="+os.DevNull,
 	)
+	if g.AllocLimit > 0 {
+		env = append(env, "GIT_ALLOC_LIMIT="+strconv.FormatInt(g.AllocLimit, 10))
+	}
 	cfg := make([][2]string, 0, len(g.Config)+len(hardening)+len(network))
 	cfg = append(cfg, g.Config...)
 	cfg = append(cfg, hardening...)

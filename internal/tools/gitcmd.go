@@ -210,6 +210,8 @@ func (g *gitCLI) commandError(args []string, err error, stderr string) error {
 		return ErrNotGitRepo
 	case strings.Contains(msg, "dubious ownership"):
 		return errors.New("git refuses this checkout because another user owns it; git history is not available (the operator can unset GitOptions.CheckOwnership)")
+	case strings.Contains(msg, "attempting to allocate") && strings.Contains(msg, "over limit"):
+		return errors.New("git stopped: a file it had to read here is larger than the 256 MB git may load; ask about another path, or a history that does not touch that file (a path or a since date)")
 	case strings.Contains(msg, "does not have any commits yet"):
 		return errors.New("the repository has no commits yet, so there is no history to show")
 	}

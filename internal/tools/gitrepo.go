@@ -91,8 +91,14 @@ func (w *Workspace) Git(ctx context.Context) (gitexec.Git, error) {
 // whoever owns it (every setting that could run a program is overridden
 // anyway), as the container image does with safe.directory '*'.
 func (w *Workspace) gitBase() gitexec.Git {
-	return gitexec.Git{Dir: w.dir, Config: [][2]string{{"safe.directory", "*"}}}
+	return gitexec.Git{Dir: w.dir, Config: [][2]string{{"safe.directory", "*"}}, AllocLimit: gitAllocLimit}
 }
+
+// gitAllocLimit bounds each allocation of the git the tools run (see
+// gitexec.Git.AllocLimit): no answer needs a blob over 256 MB in memory,
+// and git's largest array of its own, the object hash, stays under it up
+// to 16M objects.
+const gitAllocLimit = 256 << 20
 
 func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 	if w.gitDir != "" {

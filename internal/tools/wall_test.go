@@ -3,7 +3,12 @@
 package tools
 
 import (
+	"bytes"
+	"compress/zlib"
+	"crypto/sha1"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -259,5 +264,83 @@ func TestGitLogFollowStopsAtSecretNames(t *testing.T) {
 		if strings.Contains(out, leak) {
 			t.Errorf("git_log env.sample lists %q, a commit of the secret file:\n%s", leak, out)
 		}
+	}
+}
+
+// writeLinesBlob writes a blob of size bytes of "a\n" lines into the
+// repository at dir as a loose object, without a file of that size
+// anywhere, and returns its id: a few hundred KB on disk for any size.
+func writeLinesBlob(t *testing.T, dir string, size int64) string {
+	t.Helper()
+	h := sha1.New()
+	var z bytes.Buffer
+	zw, err := zlib.NewWriterLevel(&z, zlib.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := io.MultiWriter(h, zw)
+	fmt.Fprintf(w, "blob %d\x00", size)
+	if _, err := io.CopyN(w, linesReader{}, size); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("%x", h.Sum(nil))
+	p := filepath.Join(dir, ".git", "objects", id[:2], id[2:])
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, z.Bytes(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+type linesReader struct{}
+
+func (linesReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = "a\n"[i%2]
+	}
+	return len(p), nil
+}
+
+// A blob of repeated lines compresses a thousandfold: a repository of a few
+// hundred KB can hold one that git would inflate whole into memory to
+// diff, blame or search it. git is stopped at its allocation limit, and
+// the tools say so.
+func TestBlobBombStopsGit(t *testing.T) {
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histCommits(t, dir, []histCommit{{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Start", write: map[string]string{"README.md": "hi\n"}}})
+	bomb := writeLinesBlob(t, dir, 256<<20+2)
+	readme := strings.TrimSpace(histGit(t, dir, nil, "rev-parse", "HEAD:README.md"))
+	tree := strings.TrimSpace(histGitIn(t, dir, "100644 blob "+readme+"\tREADME.md\n100644 blob "+bomb+"\tbig.bin\n", "mktree"))
+	who := []string{"GIT_AUTHOR_NAME=Bob", "GIT_AUTHOR_EMAIL=b@example.com", "GIT_COMMITTER_NAME=Bob", "GIT_COMMITTER_EMAIL=b@example.com"}
+	commit := strings.TrimSpace(histGit(t, dir, who, "commit-tree", "-p", "HEAD", "-m", "Add a bomb", tree))
+	histGit(t, dir, nil, "update-ref", "HEAD", commit)
+
+	r := wallRegistry(wsNew(t, dir, WorkspaceOptions{}))
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{
+		{GitShowName, map[string]any{"commit": "HEAD", "path": "big.bin"}},
+		{GitBlameName, map[string]any{"path": "big.bin"}},
+		{GitLogName, map[string]any{"pickaxe": "needle"}},
+	} {
+		in, err := json.Marshal(c.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := r.Run(t.Context(), Call{ID: "c", Name: c.name, Input: in})
+		if !res.IsError || !strings.Contains(res.Content, "larger than the 256 MB git may load") {
+			t.Errorf("%s %s = %q; want git stopped at its allocation limit", c.name, in, res.Content)
+		}
+	}
+	// The rest of the history is still there.
+	if out := wallCall(t, r, GitShowName, map[string]any{"commit": "HEAD~1", "path": "README.md"}); !strings.Contains(out, "+hi\n") {
+		t.Errorf("git_show HEAD~1:\n%s", out)
 	}
 }
