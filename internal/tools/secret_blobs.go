@@ -269,16 +269,24 @@ func secretsError(err error) error {
 	return fmt.Errorf("%w: %w", ErrSecretsUnknown, err)
 }
 
+// refsOutputLimit bounds the list of refs read; about 800k refs fit.
+var refsOutputLimit = 64 << 20
+
 // refTips returns the commits HEAD and every ref point at. A repository
-// without commits has none.
+// without commits has none. A list of refs too long to read whole is an
+// error: the refs left out could be all that reaches a secret's commit,
+// and the set would then miss its blob.
 func (g *gitCLI) refTips(ctx context.Context) ([]string, error) {
-	out, _, err := g.output(ctx, 64<<20, "show-ref", "--head")
+	out, truncated, err := g.output(ctx, refsOutputLimit, "show-ref", "--head")
 	var ge *gitExitError
 	if errors.As(err, &ge) && ge.stderr == "" {
 		return nil, nil // exit 1: no refs at all
 	}
 	if err != nil {
 		return nil, err
+	}
+	if truncated {
+		return nil, fmt.Errorf("the repository has more refs than fit in %d MB", refsOutputLimit>>20)
 	}
 	var tips []string
 	for line := range strings.Lines(string(out)) {

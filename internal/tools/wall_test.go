@@ -344,3 +344,49 @@ func TestBlobBombStopsGit(t *testing.T) {
 		t.Errorf("git_show HEAD~1:\n%s", out)
 	}
 }
+
+// A list of refs too long to read whole leaves the secret-blob set
+// unknown rather than partial: the refs left out may be the only ones
+// that reach the commit where a secret was at its denied path.
+func TestTooManyRefsLeavesSecretsUnknown(t *testing.T) {
+	old := refsOutputLimit
+	refsOutputLimit = 4 << 10
+	t.Cleanup(func() { refsOutputLimit = old })
+
+	const secret = "API_KEY=many-refs-secret\n"
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	sha := histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Start", write: map[string]string{"README.md": "hi\n"}},
+	})
+	// The secret's commit is reached by a ref that sorts last.
+	histGit(t, dir, nil, "checkout", "-q", "-b", "side")
+	side := histCommits(t, dir, []histCommit{{who: bob, date: "2024-01-11T10:00:00+00:00", msg: "Add env", write: map[string]string{".env": secret}}})
+	histGit(t, dir, nil, "checkout", "-q", "main")
+	histGit(t, dir, nil, "update-ref", "refs/zzz/last", side["Add env"])
+	histGit(t, dir, nil, "branch", "-q", "-D", "side")
+	var refs strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&refs, "create refs/tags/t%04d %s\n", i, sha["Start"])
+	}
+	histGitIn(t, dir, refs.String(), "update-ref", "--stdin")
+	// main gets the secret under a public name.
+	wsWriteFiles(t, dir, map[string]string{"notes.txt": secret})
+	histGit(t, dir, nil, "add", "notes.txt")
+	histGit(t, dir, []string{"GIT_AUTHOR_NAME=Bob", "GIT_AUTHOR_EMAIL=b@example.com", "GIT_COMMITTER_NAME=Bob", "GIT_COMMITTER_EMAIL=b@example.com"}, "commit", "-q", "-m", "Add notes")
+	histGit(t, dir, nil, "reflog", "expire", "--expire=now", "--all")
+
+	r := wallRegistry(wsNew(t, dir, WorkspaceOptions{}))
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{
+		{GitShowName, map[string]any{"commit": "HEAD", "path": "notes.txt"}},
+		{GitBlameName, map[string]any{"path": "notes.txt"}},
+		{ReadFileName, map[string]any{"path": "notes.txt"}},
+	} {
+		if out := wallCall(t, r, c.name, c.args); strings.Contains(out, "many-refs-secret") {
+			t.Errorf("%s %v shows the secret:\n%s", c.name, c.args, out)
+		}
+	}
+}
