@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -242,6 +243,12 @@ func (g *gitCLI) scrub(s string) string {
 		// The top of the repository, when the checkout is below it.
 		dirs = append(dirs, git.GitDir, git.WorkTree)
 	}
+	if _, common, ok := g.ws.gitLayout(context.Background()); ok {
+		// A worktree's repository, which holds its objects.
+		dirs = append(dirs, common)
+	}
+	// The longest first, so a path inside another is taken whole.
+	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
 	for _, dir := range dirs {
 		if dir == "" {
 			continue

@@ -555,3 +555,25 @@ func BenchmarkGitTools(b *testing.B) {
 		})
 	}
 }
+
+// TestScrubWorktreeHostPaths: a git error in a worktree the manager made
+// can name the repository it belongs to (a corrupt object in the clone's
+// objects), which is a host path the model must not see.
+func TestScrubWorktreeHostPaths(t *testing.T) {
+	repo := secretHistoryFixture(t)
+	tree := filepath.Join(t.TempDir(), "tree")
+	histGit(t, repo.dir, nil, "worktree", "add", "-q", "--detach", tree, "HEAD")
+	ws := wsNew(t, tree, WorkspaceOptions{GitDir: filepath.Join(repo.dir, ".git", "worktrees", "tree")})
+	g := newGitCLI(ws, GitOptions{})
+	common := filepath.Join(repo.dir, ".git")
+	msg := "error: inflate: data stream error\nfatal: loose object 0123 (stored in " + common + "/objects/01/23) is corrupt"
+	got := g.scrub(msg)
+	for _, host := range []string{repo.dir, tree, filepath.Dir(tree)} {
+		if strings.Contains(got, host) {
+			t.Errorf("scrub left the host path %s in:\n%s", host, got)
+		}
+	}
+	if !strings.Contains(got, "objects/01/23") {
+		t.Errorf("scrub = %q; want the path inside the repository kept", got)
+	}
+}
