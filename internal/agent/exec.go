@@ -4,12 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/tools"
 )
+
+// maxCallsPerStep bounds the tool calls of one step that run. A model
+// (or a prompt injected into what it read) can ask for thousands in one
+// reply; past this many each gets an error result telling it to spread
+// them over steps, so every call is still answered.
+const maxCallsPerStep = 32
 
 // runStep runs the calls of one step and appends one tool message per call,
 // in call order. Calls with run[i] false are refused repeats: they get an
@@ -20,8 +27,19 @@ func (r *run) runStep(ctx context.Context, step int, calls []tools.Call, run []b
 	for _, c := range calls {
 		r.obs.ToolStarted(step, c)
 	}
+	run = slices.Clone(run)
 	for i, c := range calls {
-		if !run[i] {
+		switch {
+		case i >= maxCallsPerStep:
+			run[i] = false
+			results[i] = tools.Result{
+				CallID:  c.ID,
+				Name:    c.Name,
+				Content: fmt.Sprintf("not run: one step may call at most %d tools and this one asked for %d; call the ones you still need in the next step, fewer at a time", maxCallsPerStep, len(calls)),
+				Summary: "too many calls in one step, not run",
+				IsError: true,
+			}
+		case !run[i]:
 			results[i] = tools.Result{
 				CallID:  c.ID,
 				Name:    c.Name,
@@ -29,8 +47,10 @@ func (r *run) runStep(ctx context.Context, step int, calls []tools.Call, run []b
 				Summary: "repeated call, not run",
 				IsError: true,
 			}
-			r.obs.ToolDone(step, c, results[i], 0)
+		default:
+			continue
 		}
+		r.obs.ToolDone(step, c, results[i], 0)
 	}
 	for i := 0; i < len(calls); {
 		if !run[i] {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -122,4 +123,42 @@ func logLine(logs, msg string) string {
 		}
 	}
 	return ""
+}
+
+// A reply asking for far more tool calls than a step may run gets every
+// call answered, the first maxCallsPerStep run and the rest told to come
+// back in another step, instead of running them all.
+func TestStepRunsAtMostMaxCalls(t *testing.T) {
+	var ran atomic.Int32
+	box := newBox(fakeTool{name: "read", run: func(ctx context.Context, in json.RawMessage) (string, error) {
+		ran.Add(1)
+		return "ok " + string(in), nil
+	}})
+	const asked = maxCallsPerStep + 40
+	calls := make([]llm.ToolCall, asked)
+	for i := range calls {
+		calls[i] = tc(fmt.Sprintf("c%d", i), "read", fmt.Sprintf(`{"path":"f%d"}`, i))
+	}
+	model := newModel(t, callTools(llm.Usage{}, calls...), answer("done", llm.Usage{}))
+	a := newAgent(t, Config{Model: model, Tools: box})
+	turn, err := a.Run(context.Background(), nil, userMsg("go"), &recorder{})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := ran.Load(); got != maxCallsPerStep {
+		t.Errorf("%d calls ran, want %d", got, maxCallsPerStep)
+	}
+	var results, refused int
+	for _, m := range turn.Appended {
+		if m.Role != llm.RoleTool {
+			continue
+		}
+		results++
+		if m.IsError && strings.Contains(m.Content, fmt.Sprintf("at most %d tools", maxCallsPerStep)) {
+			refused++
+		}
+	}
+	if results != asked || refused != asked-maxCallsPerStep {
+		t.Errorf("%d results, %d refused; want %d and %d", results, refused, asked, asked-maxCallsPerStep)
+	}
 }
