@@ -3,6 +3,7 @@ package slackbot
 import (
 	"context"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -117,5 +118,41 @@ func TestEventAckedAndAnsweredWhenTheStoreCannotRecordIt(t *testing.T) {
 	}
 	if n := len(h.logLines("record an event before acking it; answering it from memory, a crash before it is handed on loses it")); n != 1 {
 		t.Errorf("logged the failed record %d times, want once", n)
+	}
+}
+
+// downPing is a store whose ping fails as a driver's would, naming the
+// database's user and host.
+type downPing struct{ *session.Memory }
+
+func (downPing) Ping(context.Context) error {
+	return errors.New(`failed to connect to user=askrepo database=askrepo: 10.1.2.3:5432 (db.internal): dial error`)
+}
+
+// /healthz answers anyone who reaches the port: a store that does not
+// answer makes it unhealthy with a sentence, and the driver's words, which
+// can name the database's user and host, go to the log only.
+func TestHealthzKeepsTheStoreErrorInTheLog(t *testing.T) {
+	h := newHarness(t, harnessOpts{cfg: func(c *Config) { c.Store = downPing{c.Store.(*session.Memory)} }})
+	ctx := h.ctx()
+	code, body := h.healthz()
+	for strings.Contains(body, "not connected") {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the bot never connected")
+		case <-time.After(2 * time.Millisecond):
+		}
+		code, body = h.healthz()
+	}
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "the session store does not answer") {
+		t.Errorf("healthz = %d %s, want 503 saying the store does not answer", code, body)
+	}
+	for _, leak := range []string{"user=askrepo", "db.internal", "10.1.2.3"} {
+		if strings.Contains(body, leak) {
+			t.Errorf("healthz shows %q:\n%s", leak, body)
+		}
+	}
+	if n := len(h.logLines("health check: the session store does not answer")); n == 0 {
+		t.Error("the cause was not logged")
 	}
 }
