@@ -18,6 +18,10 @@
 // needs none of them: Arabic and Hebrew are ordered by their letters alone.
 // The marks U+200E, U+200F and U+061C stay: they only settle the direction
 // of neutral characters next to them and cannot reverse a run of text.
+// The tag characters (U+E0000–U+E007F) are escaped as well: they mirror
+// ASCII but are invisible, so a line can carry text a reader never sees
+// (instructions smuggled to a model, or a command that differs from the
+// one shown); outside a few flag emoji no text needs them.
 // Bytes that are not UTF-8 are escaped as \xNN, so no byte reaches the
 // terminal that it could read as a C1 control in another encoding.
 //
@@ -31,8 +35,8 @@ import (
 )
 
 // Unsafe reports whether r is escaped: a C0 control other than newline and
-// tab, DEL, a C1 control, or a bidirectional embedding, override or isolate
-// control.
+// tab, DEL, a C1 control, a bidirectional embedding, override or isolate
+// control, or a tag character.
 func Unsafe(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t':
@@ -42,6 +46,8 @@ func Unsafe(r rune) bool {
 	case 0x80 <= r && r <= 0x9f:
 		return true
 	case 0x202a <= r && r <= 0x202e, 0x2066 <= r && r <= 0x2069:
+		return true
+	case 0xe0000 <= r && r <= 0xe007f:
 		return true
 	}
 	return false

@@ -34,6 +34,7 @@ var hostile = []struct {
 	{"right-to-left override", "access = \u202euser\u202c", `access = \u202euser\u202c`},
 	{"bidi embeddings", "\u202a\u202b\u202d", `\u202a\u202b\u202d`},
 	{"bidi isolates", "\u2066a\u2067b\u2068c\u2069", `\u2066a\u2067b\u2068c\u2069`},
+	{"invisible tag characters smuggling text", "ok\U000E0072\U000E006D\U000E007F", `ok\U000e0072\U000e006d\U000e007f`},
 }
 
 func TestString(t *testing.T) {
