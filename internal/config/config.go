@@ -393,13 +393,30 @@ func setURL(field func(*Config) *string) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		if v != "" {
 			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("want an http(s) URL, got %q", v)
+			if err != nil {
+				// url.Parse's error quotes the whole value, credentials
+				// included.
+				return errors.New("want an http(s) URL, got a value that does not parse as a URL")
+			}
+			if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("want an http(s) URL, got %q", shownURL(u))
 			}
 		}
 		*field(c) = v
 		return nil
 	}
+}
+
+// shownURL is u as an error may quote it: without user information or
+// query, either of which can hold a token (https://TOKEN@host,
+// ?api-key=…).
+func shownURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	if c.RawQuery != "" || c.ForceQuery {
+		c.RawQuery, c.ForceQuery = "…", false
+	}
+	return c.String()
 }
 
 func setBool(field func(*Config) *bool) func(*Config, string) error {

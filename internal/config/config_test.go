@@ -228,3 +228,22 @@ func TestAppTokenShapeSaysWhereToMakeOne(t *testing.T) {
 		}
 	}
 }
+
+// A URL setting that is not an http(s) URL is quoted back without what can
+// hold a token: a user name (https://TOKEN@host), a password, a query.
+func TestBadURLIsQuotedWithoutCredentials(t *testing.T) {
+	for _, v := range []string{
+		"ftp://tok-user-1234@host/v1",
+		"ftp://user:tok-pass-1234@host/v1",
+		"ftp://host/v1?api-key=tok-query-1234",
+		"http://tok-user-1234@[::1/v1",
+	} {
+		_, err := Load(mapEnv(map[string]string{"OPENAI_BASE_URL": v}), nil)
+		if err == nil {
+			t.Fatalf("%s: want an error", v)
+		}
+		if msg := err.Error(); strings.Contains(msg, "tok-") || !strings.Contains(msg, "OPENAI_BASE_URL") {
+			t.Errorf("%s: error = %s", v, msg)
+		}
+	}
+}

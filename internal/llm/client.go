@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,10 @@ type Client struct {
 	api  *openai.Client
 	host string
 	log  *slog.Logger
+	// secrets are removed from every message: the API key, and the parts
+	// of the base URL that can carry a credential (user, password, query
+	// values, as in https://TOKEN@host/v1 or ?api-key=…).
+	secrets []string
 }
 
 var _ Model = (*Client)(nil)
@@ -154,10 +159,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	oc.HTTPClient = httpClient
 
 	return &Client{
-		cfg:  cfg,
-		api:  openai.NewClientWithConfig(oc),
-		host: u.Host,
-		log:  log.With("component", "llm", "model", cfg.Model, "host", u.Host),
+		cfg:     cfg,
+		api:     openai.NewClientWithConfig(oc),
+		host:    u.Host,
+		log:     log.With("component", "llm", "model", cfg.Model, "host", u.Host),
+		secrets: urlSecrets(u, cfg.APIKey),
 	}, nil
 }
 
@@ -412,7 +418,7 @@ func (c *Client) classify(err error, x *exchange) failure {
 		}
 		// Transport failures: refused, reset, DNS, TLS, timeouts, a body
 		// cut short, a stream that stopped early.
-		f.message = err.Error()
+		f.message = transportMessage(err)
 		f.cause = err
 		f.status = 0
 		var ne net.Error
@@ -467,13 +473,48 @@ func isConnError(err error) bool {
 	return errors.As(err, &ue)
 }
 
-// redact removes the API key from text that came from a server or a
-// transport: some servers echo the key they rejected.
+// redact removes the API key and the base URL's credentials from text that
+// came from a server or a transport: some servers echo the key they
+// rejected.
 func (c *Client) redact(s string) string {
-	if k := c.cfg.APIKey; len(k) >= 4 {
+	for _, k := range c.secrets {
 		s = strings.ReplaceAll(s, k, "[redacted]")
 	}
 	return s
+}
+
+// urlSecrets lists what redact removes: the key and the credentials the
+// base URL carries. Values shorter than 4 bytes are left out; replacing
+// them would garble messages and they protect nothing.
+func urlSecrets(u *url.URL, key string) []string {
+	out := []string{key}
+	if u.User != nil {
+		out = append(out, u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+	}
+	for _, vs := range u.Query() {
+		out = append(out, vs...)
+	}
+	out = slices.DeleteFunc(out, func(s string) bool { return len(s) < 4 })
+	// Longest first, so a secret that contains another goes whole.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// transportMessage is a transport error's text with its URL shown as
+// redactURL shows it. net/http masks only a URL's password: the user (often
+// a token, https://TOKEN@host) and the query (?api-key=…) would reach logs
+// and the terminal as they are.
+func transportMessage(err error) string {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err.Error()
+	}
+	shown := *ue
+	shown.URL = redactURL(ue.URL)
+	return strings.Replace(err.Error(), ue.Error(), shown.Error(), 1)
 }
 
 // bodyText makes a non-JSON error body (an HTML page from a proxy, plain
@@ -534,12 +575,20 @@ func oneLine(s string, n int) string {
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// redactURL drops credentials from a URL for messages.
+// redactURL shows a URL in messages without what can carry a credential:
+// the user information and the query go ("?…" marks that there was one).
+// URL.Redacted hides only the password, and a token is as often the user
+// name or a query value.
 func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		return u.Redacted()
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparseable)"
 	}
-	return "(unparseable)"
+	u.User = nil
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery = "…", false
+	}
+	return u.String()
 }
 
 // chatRequest converts a Request to go-openai's. The same Request always

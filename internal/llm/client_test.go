@@ -810,7 +810,8 @@ func TestNewClientValidates(t *testing.T) {
 		{"no model", ClientConfig{}, []string{"model name is empty"}},
 		{"bad scheme", ClientConfig{Model: "m", BaseURL: "localhost:11434/v1"}, []string{"needs http:// or https://"}},
 		{"everything wrong at once", ClientConfig{BaseURL: "ftp://x", MaxTokens: -1, Temperature: ptr(float32(3))}, []string{"model name", "ftp://x", "max tokens", "temperature"}},
-		{"credentials in the URL are not echoed", ClientConfig{Model: "m", BaseURL: "ftp://user:hunter2@host/v1"}, []string{"xxxxx"}},
+		{"credentials in the URL are not echoed", ClientConfig{Model: "m", BaseURL: "ftp://user:hunter2@host/v1"}, []string{"ftp://host/v1"}},
+		{"a token as the user name is not echoed", ClientConfig{Model: "m", BaseURL: "ftp://hunter2@host/v1?api-key=hunter2"}, []string{"ftp://host/v1?…"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -834,6 +835,41 @@ func TestNewClientValidates(t *testing.T) {
 	}
 	if c.ModelName() != "gpt-4o-mini" || c.host != "api.openai.com" {
 		t.Errorf("ModelName %q host %q", c.ModelName(), c.host)
+	}
+}
+
+// A transport error names the URL it failed on; net/http masks only its
+// password, so a token given as the URL's user name or as a query value
+// (https://TOKEN@host/v1, ?api-key=…) would be in the error the terminal
+// prints and the log keeps.
+func TestTransportErrorHidesURLCredentials(t *testing.T) {
+	// Nothing listens on a port just closed.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for _, base := range []string{
+		"http://tok-user-1234@" + addr + "/v1",
+		"http://user:tok-pass-1234@" + addr + "/v1",
+		"http://" + addr + "/v1?api-key=tok-query-1234",
+	} {
+		c, err := NewClient(ClientConfig{Model: "m", BaseURL: base, APIKey: testKey, MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Complete(t.Context(), Request{Messages: []Message{{Role: RoleUser, Content: "hi"}}})
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("%s: err = %v, want an unavailable *APIError", base, err)
+		}
+		if strings.Contains(err.Error(), "tok-") || strings.Contains(apiErr.Message, "tok-") {
+			t.Errorf("%s: error shows a credential: %v", base, err)
+		}
+		if !strings.Contains(err.Error(), addr) {
+			t.Errorf("%s: error does not name the server: %v", base, err)
+		}
 	}
 }
 
