@@ -2,6 +2,7 @@ package slackbot
 
 import (
 	"net/url"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,27 +18,25 @@ import (
 // them at the verified permalink); this is the net under everything else.
 
 // showLinkHosts makes the destination of every link in md visible unless it
-// is on one of the home web views (the repository's, whose permalinks the
-// answer is full of):
+// is inside one of the home web views (the repository's, whose permalinks
+// the answer is full of; a home is a host and a path, since its host holds
+// everyone else's repositories too):
 //
 //   - an inline link or image to another host is followed by its host,
-//     "[docs](https://evil.example/x) (evil.example)"; a link whose text is
-//     its own URL already shows it;
+//     "[docs](https://evil.example/x) (evil.example)", and one to another
+//     place on a home's host by host and path, "(github.com/evil/x)"; a
+//     link whose text is its own URL already shows it;
 //   - Slack's own link markup, <https://evil.example|README.md:1>, which
 //     would show only its text, is defused into literal text (as Neutralize
 //     does for mentions);
 //   - a link reference definition, "[1]: https://evil.example", which would
 //     turn "[README.md:1][1]" elsewhere into a link, is shown as the text it
-//     is.
+//     is, also inside a block quote or list item and with a label over
+//     several lines.
 //
 // Fenced code and inline code are left alone: Slack shows them literally.
 func showLinkHosts(md string, home []string) string {
-	homes := map[string]bool{}
-	for _, h := range home {
-		if u, err := url.Parse(h); err == nil && u.Host != "" {
-			homes[strings.ToLower(u.Host)] = true
-		}
-	}
+	homes := parseHomes(home)
 	var b strings.Builder
 	b.Grow(len(md))
 	var open *fence
@@ -61,6 +60,11 @@ func showLinkHosts(md string, home []string) string {
 			// "\[" shows as "[", and the line stops defining a link.
 			b.WriteString(body[:m[2]] + `\`)
 			body = body[m[2]:]
+		} else if m := labelEndRE.FindStringSubmatchIndex(body); m != nil {
+			// The end of a label begun on an earlier line: "\]" shows
+			// as "]" and does not close it.
+			b.WriteString(body[:m[2]] + `\`)
+			body = body[m[2]:]
 		}
 		b.WriteString(inlineHosts(body, homes))
 		b.WriteString(line[len(strings.TrimRight(line, "\r\n")):])
@@ -69,15 +73,21 @@ func showLinkHosts(md string, home []string) string {
 }
 
 var (
-	// refDefRE is a CommonMark link reference definition: up to three
-	// spaces, [label], a colon. Group 1 is the opening bracket.
-	refDefRE = regexp.MustCompile(`^ {0,3}(\[)(?:[^\]\\]|\\.)+\]:`)
+	// refDefRE is a CommonMark link reference definition: [label] and a
+	// colon, after indentation and any block quote and list markers (a
+	// definition inside "> " or "- " defines the label for the whole
+	// document). Group 1 is the opening bracket.
+	refDefRE = regexp.MustCompile(`^(?:[ \t]*(?:>[ \t]?|[-+*][ \t]+|[0-9]{1,9}[.)][ \t]+))*[ \t]*(\[)(?:[^\]\\]|\\.)+\]:`)
+	// labelEndRE is "]:" on a line with no "[" before it: the end of a
+	// definition whose label began on an earlier line ("[r\nx]: url").
+	// Group 1 is the closing bracket.
+	labelEndRE = regexp.MustCompile(`^(?:[^\[\]\\]|\\.)*(\]):`)
 	// slackLinkRE is Slack's <url|text> link token.
 	slackLinkRE = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>|]*\|[^<>]*>`)
 )
 
 // inlineHosts applies showLinkHosts to one line outside fenced code.
-func inlineHosts(s string, homes map[string]bool) string {
+func inlineHosts(s string, homes []home) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		switch c := s[i]; {
@@ -150,7 +160,7 @@ func closingBackticks(s string, from, n int) int {
 // scheme of one without a host (mailto:, javascript:). A relative link
 // stays in the page and shows nothing; one whose text is its own URL shows
 // it already.
-func linkHost(text, dest string, homes map[string]bool) (string, bool) {
+func linkHost(text, dest string, homes []home) (string, bool) {
 	text = strings.TrimSpace(text)
 	if text == dest || strings.Contains(dest, "://") && text == dest[strings.Index(dest, "://")+3:] {
 		return "", false
@@ -166,15 +176,50 @@ func linkHost(text, dest string, homes map[string]bool) (string, bool) {
 		return strings.ToLower(u.Scheme) + ":", true
 	}
 	host := strings.ToLower(u.Host)
-	if homes[host] {
-		return "", false
-	}
 	// A host in another script can pass for a familiar one (a Cyrillic
 	// "і" in github.com); show what it is made of.
 	if !isASCII(host) {
 		host = strings.Trim(strconv.QuoteToASCII(host), `"`)
 	}
-	return markdownEscaper.Replace(host), true
+	shown := host
+	for _, h := range homes {
+		if h.host != strings.ToLower(u.Host) {
+			continue
+		}
+		p := browserPath(u.Path)
+		if u.User == nil && (p == h.path || strings.HasPrefix(p, h.path+"/")) {
+			return "", false
+		}
+		// The home host holds everyone's repositories: "github.com"
+		// alone would vouch for a stranger's, so show whose it is.
+		shown = host + clipText(p, 60)
+	}
+	return markdownEscaper.Replace(shown), true
+}
+
+// home is a web view the answer's own links lead to, as host and path
+// prefix: https://github.com/acme/app is github.com and /acme/app.
+type home struct{ host, path string }
+
+func parseHomes(bases []string) []home {
+	var hs []home
+	for _, b := range bases {
+		if u, err := url.Parse(b); err == nil && u.Host != "" {
+			hs = append(hs, home{strings.ToLower(u.Host), strings.TrimSuffix(browserPath(u.Path), "/")})
+		}
+	}
+	return hs
+}
+
+// browserPath is the path a browser requests for p (decoded): "\" is a
+// "/" in an http(s) URL, and dot segments are resolved, so
+// /acme/app/../../evil/x is /evil/x.
+func browserPath(p string) string {
+	p = strings.ReplaceAll(p, `\`, "/")
+	if p == "" {
+		return ""
+	}
+	return path.Clean("/" + p)
 }
 
 func isASCII(s string) bool {
