@@ -335,6 +335,76 @@ func TestThreadsRunConcurrentlyAndEachStaysOrdered(t *testing.T) {
 	}
 }
 
+// A Stop click is acting on the bot: one from a user who may not ask, or
+// one carrying a turn's value from another channel's message, stops
+// nothing; the asker's own click still does.
+func TestStopClickRefusedFromOutside(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	h := newHarness(t, harnessOpts{
+		cfg: func(c *Config) { c.AllowUsers = []string{"U1", "U7"} },
+		script: func(r chatRequest) fakeReply {
+			rep := readThenAnswer(r)
+			if r.last().Role == "tool" {
+				rep.Wait = hold.c()
+			}
+			return rep
+		},
+	})
+	root := h.mention("C1", "a long question", "")
+	waitQuestionAnswering(t, h, "a long question")
+	st, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)
+		return len(ms) == 1 && stopValue(ms[0]) != "" && strings.Count(ms[0].Text, "✓") == 2
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progress := st.BotMessages("C1", root, slacktest.DefaultBotID)[0]
+	click := func(user, channel string) {
+		t.Helper()
+		env := h.slack.ClickButton(slacktest.ButtonClick{
+			User: user, Channel: channel, MessageTS: progress.TS, ThreadTS: root,
+			ActionID: stopActionID, BlockID: StopBlockID, Value: stopValue(progress), Text: "Stop",
+		})
+		if _, err := h.slack.WaitAck(h.ctx(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	click("U9", "C1") // not in BOT_ALLOW_USERS
+	click("U7", "C2") // the turn's value, another channel's message
+	if n := len(h.logLines("stop click refused: user not enabled")); n != 1 {
+		t.Errorf("%d refusals of the user not enabled, want 1", n)
+	}
+	if n := len(h.logLines("stop click refused: it came from another channel than the turn's")); n != 1 {
+		t.Errorf("%d refusals of the click from another channel, want 1", n)
+	}
+	hold.open()
+	lines := h.waitTurns(1)
+	if lines[0]["outcome"] != outcomeAnswered {
+		t.Fatalf("turn outcome %v, want answered: a click from outside stopped it", lines[0]["outcome"])
+	}
+	for _, m := range h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID) {
+		if strings.Contains(m.Text, "stopped this answer") {
+			t.Errorf("thread says %q", m.Text)
+		}
+	}
+}
+
+func TestStoppedTextMentionsOnlyAnID(t *testing.T) {
+	for user, want := range map[string]string{
+		"U7ABC":         "<@U7ABC> stopped this answer.",
+		"":              "Someone stopped this answer.",
+		"U1> <!channel": "Someone stopped this answer.",
+		"U1|x><!here":   "Someone stopped this answer.",
+		"U\u00e9":       "Someone stopped this answer.",
+	} {
+		if got := stoppedText(user); got != want {
+			t.Errorf("stoppedText(%q) = %q, want %q", user, got, want)
+		}
+	}
+}
+
 func TestStopButtonCancelsTurn(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)

@@ -195,10 +195,19 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 		if a == nil || a.ActionID != stopActionID {
 			continue
 		}
+		// Stopping is acting on the bot: one who may not ask may not
+		// stop either.
+		if b.allowU != nil && !b.allowU[cb.User.ID] {
+			b.log.Info("stop click refused: user not enabled", "turn", a.Value, "user", cb.User.ID)
+			continue
+		}
 		b.mu.Lock()
 		rt := b.running[a.Value]
 		b.mu.Unlock()
 		switch {
+		case rt != nil && rt.channel != clickChannel(cb):
+			b.log.Warn("stop click refused: it came from another channel than the turn's", "turn", a.Value, "user", cb.User.ID, "channel", clickChannel(cb))
+			continue
 		case rt == nil && b.rep != nil:
 			b.rep.requestStop(a.Value, cb.User.ID)
 			continue
@@ -208,6 +217,14 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 		}
 		rt.stop(cb.User.ID)
 	}
+}
+
+// clickChannel is the channel of the message whose button was clicked.
+func clickChannel(cb slack.InteractionCallback) string {
+	if cb.Channel.ID != "" {
+		return cb.Channel.ID
+	}
+	return cb.Container.ChannelID
 }
 
 // intakeLoop turns acked events into queued turns, one at a time and in

@@ -49,10 +49,23 @@ func (s *stoppedBy) Error() string { return "stopped by " + s.user }
 type runningTurn struct {
 	once   sync.Once
 	cancel context.CancelCauseFunc
+	// channel is where the turn's thread is; a click from anywhere else
+	// is not for this turn, whatever value it carries.
+	channel string
 }
 
 func (r *runningTurn) stop(user string) {
 	r.once.Do(func() { r.cancel(&stoppedBy{user: user}) })
+}
+
+// stoppedText is the line that says who stopped a turn. The user ID came
+// with the click (through the store, with replicas); one that is not an
+// ID's letters is not written into a mention token.
+func stoppedText(user string) string {
+	if user == "" || strings.ContainsFunc(user, func(r rune) bool { return r > 0x7f || !isIDByte(byte(r)) }) {
+		return "Someone stopped this answer."
+	}
+	return fmt.Sprintf("<@%s> stopped this answer.", user)
 }
 
 // Turn outcomes, as logged and counted.
@@ -108,7 +121,7 @@ func (b *Bot) runTurn(j *job) {
 	defer cancel(nil)
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, b.cfg.TurnTimeout, errTurnTimeout)
 	defer cancelTimeout()
-	rt := &runningTurn{cancel: cancel}
+	rt := &runningTurn{cancel: cancel, channel: in.Key.Channel}
 	b.mu.Lock()
 	b.running[res.id] = rt
 	b.mu.Unlock()
@@ -241,7 +254,7 @@ func (b *Bot) runTurn(j *job) {
 		if res.outcome == outcomeStopped {
 			var s *stoppedBy
 			errors.As(context.Cause(ctx), &s)
-			b.postOut(post, in, Outgoing{Text: fmt.Sprintf("<@%s> stopped this answer.", s.user)}, log)
+			b.postOut(post, in, Outgoing{Text: stoppedText(s.user)}, log)
 		} else if state == session.TurnInterrupted {
 			log.Warn("turn interrupted by shutdown; the next start picks it up", "outcome", res.outcome, "err", err)
 			b.postOut(post, in, Outgoing{Text: sentence}, log)
