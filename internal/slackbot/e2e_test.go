@@ -949,3 +949,58 @@ func TestShutdownBoundedWhenSlackRateLimitsForever(t *testing.T) {
 		t.Errorf("unfinished turns = %+v, %v; want the cut turn, interrupted, for the next start to resume", unf, err)
 	}
 }
+
+// The model names the tools it calls, and a prompt-injected one invents
+// names: each must not become a metrics series of its own, holding the
+// model's text, while the real tools keep theirs.
+func TestInventedToolNamesShareOneMetricLabel(t *testing.T) {
+	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
+		if r.last().Role == "tool" {
+			return fakeReply{Content: "done", Prompt: 10, Output: 1}
+		}
+		return fakeReply{Calls: []fakeCall{
+			{"read_file", `{"path":"README.md"}`},
+			{"exfil_sk-live-0123456789", `{}`},
+			{"<!channel> \u202e", `{}`},
+			{strings.Repeat("x", 5000), `{}`},
+		}, Prompt: 10, Output: 1}
+	}})
+	h.mention("C1", "what is here?", "")
+	h.waitTurns(1)
+	m := h.metrics()
+	for _, bad := range []string{"exfil", "!channel", "xxxxxxxx"} {
+		if strings.Contains(m, bad) {
+			t.Errorf("/metrics holds an invented tool name (%s):\n%s", bad, grepLines(m, "tool_call"))
+		}
+	}
+	for _, want := range []string{
+		`askrepo_tool_calls_total{outcome="ok",tool="read_file"} 1`,
+		`askrepo_tool_calls_total{outcome="error",tool="unknown"} 3`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, grepLines(m, "tool_call"))
+		}
+	}
+}
+
+func TestToolLabel(t *testing.T) {
+	offered := map[string]bool{"read_file": true}
+	tests := []struct {
+		name    string
+		offered map[string]bool
+		want    string
+	}{
+		{"read_file", offered, "read_file"},
+		{"list_files", offered, unknownTool},
+		{"list_files", nil, "list_files"},
+		{"<!channel>", nil, unknownTool},
+		{"Read-File", nil, unknownTool},
+		{strings.Repeat("a", 41), nil, unknownTool},
+		{"", nil, unknownTool},
+	}
+	for _, tt := range tests {
+		if got := toolLabel(tt.name, tt.offered); got != tt.want {
+			t.Errorf("toolLabel(%q, %v) = %q, want %q", tt.name, tt.offered, got, tt.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +47,9 @@ type progress struct {
 	// the file it read; set before the agent runs. It may run git, so it
 	// is called outside mu.
 	link func(context.Context, tools.Call, tools.Result) string
+	// tools are the names the answerer offers (nil: not known), the only
+	// tool names metrics are labelled with; set before the agent runs.
+	tools map[string]bool
 
 	mu        sync.Mutex
 	lines     []CallLine
@@ -101,8 +105,9 @@ func (p *progress) ToolDone(step int, call tools.Call, res tools.Result, took ti
 	if res.IsError {
 		outcome = "error"
 	}
-	p.b.metrics.toolCalls.WithLabelValues(call.Name, outcome).Inc()
-	p.b.metrics.toolSeconds.WithLabelValues(call.Name).Observe(took.Seconds())
+	label := toolLabel(call.Name, p.tools)
+	p.b.metrics.toolCalls.WithLabelValues(label, outcome).Inc()
+	p.b.metrics.toolSeconds.WithLabelValues(label).Observe(took.Seconds())
 	var url string
 	if p.link != nil {
 		url = p.link(p.ctx, call, res)
@@ -299,4 +304,44 @@ func (p *progress) flush(final bool) {
 func withoutActions(m Outgoing) Outgoing {
 	m.Blocks = slices.DeleteFunc(slices.Clone(m.Blocks), func(b slack.Block) bool { return b.BlockType() == slack.MBTAction })
 	return m
+}
+
+// unknownTool labels the metrics of a call to a tool that does not exist.
+const unknownTool = "unknown"
+
+// toolLabel is the metric label of a call to name. The model picks the
+// name, and may be talked into inventing a new one on every call: each
+// would be a series /metrics keeps and serves forever, holding whatever
+// text the model chose. Only the tools the answerer offers are labelled by
+// name; without that list, a short tool-like identifier is.
+func toolLabel(name string, offered map[string]bool) string {
+	if offered != nil {
+		if offered[name] {
+			return name
+		}
+		return unknownTool
+	}
+	if len(name) == 0 || len(name) > 40 || strings.ContainsFunc(name, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '_')
+	}) {
+		return unknownTool
+	}
+	return name
+}
+
+// toolNames is the set of tools ans offers, when it says (agent.Agent
+// does, through Prefix); nil otherwise.
+func toolNames(ans Answerer) map[string]bool {
+	pa, ok := ans.(interface {
+		Prefix() (llm.Message, []llm.ToolSpec)
+	})
+	if !ok {
+		return nil
+	}
+	_, specs := pa.Prefix()
+	names := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		names[s.Name] = true
+	}
+	return names
 }

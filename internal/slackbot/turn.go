@@ -184,6 +184,7 @@ func (b *Bot) runTurn(j *job) {
 			log = log.With("commit", co.commit)
 		}
 		prog.link = co.link
+		prog.tools = toolNames(co.ans)
 		if j.recovered != nil {
 			answer, err = b.resume(ctx, j, co, prog)
 		} else {
