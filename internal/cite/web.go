@@ -173,23 +173,26 @@ func ParseWeb(base string, kind Kind) (Web, error) {
 	}
 	u, err := url.Parse(strings.TrimSpace(base))
 	if err != nil {
-		return Web{}, fmt.Errorf("web view URL %q is not a URL: %w", base, err)
+		// url.Parse's error quotes the whole value, credentials included.
+		return Web{}, errors.New("web view URL does not parse as a URL: give the repository's home page, as in https://github.com/acme/payments")
 	}
+	// Errors quote the URL without what can carry a token.
+	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
 	if u.Scheme != "https" && u.Scheme != "http" {
-		return Web{}, fmt.Errorf("web view URL %q must start with https://", base)
+		return Web{}, fmt.Errorf("web view URL %q must start with https://", shown.String())
 	}
 	if u.Host == "" {
-		return Web{}, fmt.Errorf("web view URL %q names no host", base)
+		return Web{}, fmt.Errorf("web view URL %q names no host", shown.String())
 	}
 	if u.User != nil {
 		return Web{}, errors.New("web view URL carries credentials: remove them, links are shown to everyone in the channel")
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return Web{}, fmt.Errorf("web view URL %q must not have a query or fragment: give the repository's home page", base)
+		return Web{}, fmt.Errorf("web view URL %q must not have a query or fragment: give the repository's home page", shown.String()+"?…")
 	}
 	p := strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
 	if strings.Count(p, "/") < 1 {
-		return Web{}, fmt.Errorf("web view URL %q must name the owner and the repository, as in https://github.com/acme/payments", base)
+		return Web{}, fmt.Errorf("web view URL %q must name the owner and the repository, as in https://github.com/acme/payments", shown.String())
 	}
 	if k == KindUnknown {
 		k = KindOfHost(u.Host)

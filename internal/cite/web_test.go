@@ -79,6 +79,11 @@ func TestParseWeb(t *testing.T) {
 		{"https://github.com/acme", "", Web{}, "owner and the repository"},
 		{"https://github.com/acme/payments?tab=readme", "", Web{}, "query"},
 		{"https://github.com/acme/payments", "svn", Web{}, "unknown web view kind"},
+		{"ftp://tok-user@github.com/acme/payments", "", Web{}, "https://"},
+		{"https://github.com/acme/payments?access_token=tok-query", "", Web{}, "query"},
+		{"https://tok-user@github.com/acme", "", Web{}, "credentials"},
+		{"https://github.com/acme/payments#tok-frag", "", Web{}, "fragment"},
+		{"https://tok-user@[::1/acme/payments", "", Web{}, "does not parse"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.base, func(t *testing.T) {
@@ -86,6 +91,9 @@ func TestParseWeb(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "tok-") {
+					t.Errorf("err = %v: it quotes a credential", err)
 				}
 				return
 			}
