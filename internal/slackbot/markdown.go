@@ -18,7 +18,8 @@ const zeroWidthSpace = "\u200b"
 
 // Neutralize defuses the Slack mention tokens in s that would notify people
 // (<!channel>, <!here>, <!everyone>, <!subteam^…>, <@U…>, <#C…>) by putting a
-// zero-width space after the "<". A model can be talked into writing these by
+// zero-width space after the "<", and the bare words @here, @channel and
+// @everyone by putting one after the "@". A model can be talked into writing these by
 // the files it reads (prompt injection), and a bot must never ping a channel
 // on someone else's behalf. Escaped forms ("&lt;!here&gt;", "&#60;", "&#x3C;")
 // are defused too:
@@ -32,6 +33,13 @@ func Neutralize(s string) string {
 	for i := 0; i < len(s); i++ {
 		after := 0
 		switch {
+		case s[i] == '@':
+			if broadcastWord(s, i) {
+				b.WriteString(s[last : i+1])
+				b.WriteString(zeroWidthSpace)
+				last = i + 1
+			}
+			continue
 		case s[i] == '<':
 			after = i + 1
 		case s[i] == '&':
@@ -54,6 +62,23 @@ func Neutralize(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// broadcastWord reports whether s[i] is the "@" of a bare @here, @channel
+// or @everyone (any case, a word of its own). Slack turns those into
+// broadcasts where it links names (link_names, a client's composer), and
+// the docs do not say the markdown block never does.
+func broadcastWord(s string, i int) bool {
+	if i > 0 && (isWordByteBefore(s, i) || s[i-1] == '_') {
+		return false // an address: ops@here.example
+	}
+	for _, kw := range []string{"here", "channel", "everyone"} {
+		end := i + 1 + len(kw)
+		if end <= len(s) && strings.EqualFold(s[i+1:end], kw) && (end == len(s) || !isWordByte(s, end) && s[end] != '_') {
+			return true
+		}
+	}
+	return false
 }
 
 // ltEntity returns the length of the HTML character reference for "<" that

@@ -21,6 +21,8 @@ func TestNeutralize(t *testing.T) {
 		{"&#60;!channel&#62; &#x3C;!here&#x3E; &LT;!everyone&GT; &#0060;@U1ABC>", "&#60;" + zw + "!channel&#62; &#x3C;" + zw + "!here&#x3E; &LT;" + zw + "!everyone&GT; &#0060;" + zw + "@U1ABC>"},
 		{"&#61;!here &#x3d;!here &#60 !here &amp;!here", "&#61;!here &#x3d;!here &#60 !here &amp;!here"},
 		{"in code `<!channel>`", "in code `<" + zw + "!channel>`"},
+		{"@here @Channel, (@everyone) `@here`", "@" + zw + "here @" + zw + "Channel, (@" + zw + "everyone) `@" + zw + "here`"},
+		{"ops@here.example @heres @channels @here_x @hereé", "ops@here.example @heres @channels @here_x @hereé"},
 		// Ordinary text and code stay exactly as written.
 		{"if a < b && c > d {}", "if a < b && c > d {}"},
 		{"<div class=\"x\"><!-- note --></div>", "<div class=\"x\"><!-- note --></div>"},
