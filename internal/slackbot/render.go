@@ -91,7 +91,7 @@ func ProgressMessages(lines []CallLine, opts ProgressOptions) []Outgoing {
 		blocks, text = nil, nil
 		if len(msgs) == 0 && status != "" {
 			blocks = append(blocks, slack.NewContextBlock(StatusBlockID,
-				slack.NewTextBlockObject(slack.MarkdownType, clipText(mrkdwnEscaper.Replace(status), maxTextObjectChars), false, false)))
+				mrkdwnObject(clipText(mrkdwnEscaper.Replace(status), maxTextObjectChars))))
 			text = append(text, mrkdwnEscaper.Replace(status))
 		}
 	}
@@ -114,7 +114,7 @@ func ProgressMessages(lines []CallLine, opts ProgressOptions) []Outgoing {
 		}
 		t := callText(l)
 		blocks = append(blocks, slack.NewContextBlock(fmt.Sprintf("askrepo_call_%d", i),
-			slack.NewTextBlockObject(slack.MarkdownType, t, false, false)))
+			mrkdwnObject(t)))
 		text = append(text, t)
 	}
 	if stop {
@@ -196,6 +196,15 @@ func clipLines(s string, limit int) string {
 		kept = append(kept, "```")
 	}
 	return strings.Join(kept, "\n") + "\n…"
+}
+
+// mrkdwnObject is a mrkdwn text object that Slack shows as written. Left
+// to itself (verbatim false) Slack parses a text object's mentions and
+// links before showing it, so a bare "@channel" in a tool's summary or a
+// file name could become a broadcast; the escaping done here is written
+// for text Slack does not reinterpret.
+func mrkdwnObject(text string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, text, false, true)
 }
 
 // Footer is the numbers shown under an answer.
@@ -331,7 +340,7 @@ func AnswerMessages(markdown string, footer Footer, home ...string) []Outgoing {
 		if i == len(chunks)-1 {
 			if ft := footer.text(); ft != "" {
 				m.Blocks = append(m.Blocks, slack.NewContextBlock(FooterBlockID,
-					slack.NewTextBlockObject(slack.MarkdownType, clipText(ft, maxTextObjectChars), false, false)))
+					mrkdwnObject(clipText(ft, maxTextObjectChars))))
 			}
 		}
 		msgs = append(msgs, m)
@@ -354,7 +363,7 @@ func ErrorMessage(sentence, ref string) Outgoing {
 	}
 	return Outgoing{
 		Text:   text,
-		Blocks: []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, block, false, false), nil, nil)},
+		Blocks: []slack.Block{slack.NewSectionBlock(mrkdwnObject(block), nil, nil)},
 	}
 }
 

@@ -422,3 +422,50 @@ func citeAnswer(t *testing.T, md string) string {
 	hidden := cite.WithHidden(func(p string) bool { return p == ".env" })
 	return cite.Rewrite(md, cite.Check(t.Context(), cite.Find(md), files, web, goldenSHA, hidden))
 }
+
+// Slack parses mentions in a mrkdwn text object unless it is verbatim, so
+// a tool summary, file name or repository name holding a bare "@channel"
+// would broadcast: every mrkdwn object we render is verbatim.
+func TestMrkdwnObjectsAreVerbatim(t *testing.T) {
+	var msgs []Outgoing
+	msgs = append(msgs, ProgressMessages([]CallLine{
+		{Name: "read_file", Args: `{"path":"@channel.md"}`, State: CallFailed, Summary: "no file @channel"},
+		{Name: "list_files", Args: `{"path":"."}`, State: CallOK, Summary: "@here", URL: "https://github.com/acme/app/tree/abc"},
+	}, ProgressOptions{StopActionID: stopActionID, StopValue: "t1", Status: "@everyone"})...)
+	msgs = append(msgs, AnswerMessages("hi", Footer{Repo: "@channel", Note: "@here", Checkout: "@everyone"})...)
+	msgs = append(msgs, ErrorMessage("could not read @channel", "ref1"))
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["type"] == "mrkdwn" {
+				n++
+				if v["verbatim"] != true {
+					t.Errorf("mrkdwn object not verbatim: %v", v)
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	for _, m := range msgs {
+		js, err := json.Marshal(m.Blocks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(js, &v); err != nil {
+			t.Fatal(err)
+		}
+		walk(v)
+	}
+	if n < 5 {
+		t.Errorf("found %d mrkdwn objects, want at least 5", n)
+	}
+}
