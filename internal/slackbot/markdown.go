@@ -64,6 +64,30 @@ func Neutralize(s string) string {
 	return b.String()
 }
 
+// breakBroadcasts defuses the bare @here, @channel and @everyone in s, as
+// Neutralize does, for text whose "<" and "&" are already escaped.
+func breakBroadcasts(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := strings.IndexByte(s, '@'); i >= 0; {
+		if broadcastWord(s, i) {
+			b.WriteString(s[last : i+1])
+			b.WriteString(zeroWidthSpace)
+			last = i + 1
+		}
+		j := strings.IndexByte(s[i+1:], '@')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
 // broadcastWord reports whether s[i] is the "@" of a bare @here, @channel
 // or @everyone (any case, a word of its own). Slack turns those into
 // broadcasts where it links names (link_names, a client's composer), and

@@ -91,8 +91,8 @@ func ProgressMessages(lines []CallLine, opts ProgressOptions) []Outgoing {
 		blocks, text = nil, nil
 		if len(msgs) == 0 && status != "" {
 			blocks = append(blocks, slack.NewContextBlock(StatusBlockID,
-				mrkdwnObject(clipText(mrkdwnEscaper.Replace(status), maxTextObjectChars))))
-			text = append(text, mrkdwnEscaper.Replace(status))
+				mrkdwnObject(clipText(breakBroadcasts(mrkdwnEscaper.Replace(status)), maxTextObjectChars))))
+			text = append(text, breakBroadcasts(mrkdwnEscaper.Replace(status)))
 		}
 	}
 	finish := func() {
@@ -160,7 +160,8 @@ func callText(l CallLine) string {
 		}
 		b.WriteString("  ✗ " + summary)
 	}
-	return clipText(b.String(), maxTextObjectChars)
+	// The line is also the fallback text, which is not verbatim.
+	return clipText(breakBroadcasts(b.String()), maxTextObjectChars)
 }
 
 // oneLine collapses all whitespace, newlines included, to single spaces.
@@ -249,7 +250,7 @@ func (f Footer) text() string {
 	if repo := repoAt(f.Repo, f.Commit); repo != "" {
 		parts = append(parts, mrkdwnEscaper.Replace(repo))
 	}
-	return strings.Join(parts, " · ")
+	return breakBroadcasts(strings.Join(parts, " · "))
 }
 
 func tokensIn(prompt, cached int, label string) string {
@@ -351,7 +352,7 @@ func AnswerMessages(markdown string, footer Footer, home ...string) []Outgoing {
 // ErrorMessage is what the user sees when a turn fails: one sentence that is
 // safe to show, and a reference under which the full error was logged.
 func ErrorMessage(sentence, ref string) Outgoing {
-	s := mrkdwnEscaper.Replace(clipText(oneLine(sentence), maxTextObjectChars-100))
+	s := breakBroadcasts(mrkdwnEscaper.Replace(clipText(oneLine(sentence), maxTextObjectChars-100)))
 	if s == "" {
 		s = "Something went wrong."
 	}

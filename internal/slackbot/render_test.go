@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -468,4 +469,13 @@ func TestMrkdwnObjectsAreVerbatim(t *testing.T) {
 	if n < 5 {
 		t.Errorf("found %d mrkdwn objects, want at least 5", n)
 	}
+	// The fallback text, which notifications show, is not a text object:
+	// the bare words are broken there too.
+	for _, m := range msgs {
+		if broadcastRE.MatchString(m.Text) {
+			t.Errorf("fallback text holds a bare broadcast: %q", m.Text)
+		}
+	}
 }
+
+var broadcastRE = regexp.MustCompile(`@(here|channel|everyone)`)
