@@ -143,7 +143,9 @@ func startsPingToken(s string) bool {
 	}
 	switch s[0] {
 	case '!':
-		for _, kw := range []string{"channel", "here", "everyone", "group", "subteam^"} {
+		// "date^" is no mention, but its optional link hides behind the
+		// date it shows: <!date^1700000000^{date}^https://evil.example|x>.
+		for _, kw := range []string{"channel", "here", "everyone", "group", "subteam^", "date^"} {
 			if len(s) > len(kw) && strings.EqualFold(s[1:1+len(kw)], kw) {
 				return true
 			}

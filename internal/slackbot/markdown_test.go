@@ -21,6 +21,7 @@ func TestNeutralize(t *testing.T) {
 		{"&#60;!channel&#62; &#x3C;!here&#x3E; &LT;!everyone&GT; &#0060;@U1ABC>", "&#60;" + zw + "!channel&#62; &#x3C;" + zw + "!here&#x3E; &LT;" + zw + "!everyone&GT; &#0060;" + zw + "@U1ABC>"},
 		{"&#61;!here &#x3d;!here &#60 !here &amp;!here", "&#61;!here &#x3d;!here &#60 !here &amp;!here"},
 		{"in code `<!channel>`", "in code `<" + zw + "!channel>`"},
+		{"<!date^1700000000^{date}^https://evil.example|today>", "<" + zw + "!date^1700000000^{date}^https://evil.example|today>"},
 		{"@here @Channel, (@everyone) `@here`", "@" + zw + "here @" + zw + "Channel, (@" + zw + "everyone) `@" + zw + "here`"},
 		{"ops@here.example @heres @channels @here_x @hereé", "ops@here.example @heres @channels @here_x @hereé"},
 		// Ordinary text and code stay exactly as written.
