@@ -225,6 +225,7 @@ func (a *Agent) Run(ctx context.Context, history []llm.Message, user llm.Message
 	if calls := unanswered(history); len(calls) > 0 {
 		return Turn{}, fmt.Errorf("agent: %w (%d calls, first %s)", ErrPendingCalls, len(calls), calls[0].Name)
 	}
+	user.Content = llm.QuestionText(user.Content)
 	r := a.newRun(history, obs)
 	r.conv = append(r.conv, user)
 	r.reported = len(r.conv)

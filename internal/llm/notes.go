@@ -9,6 +9,18 @@ import "strings"
 // must tell such notes from questions by this tag: a note is not a turn.
 const NoteTag = "[note from askrepo, not from the user] "
 
+// QuestionText is the content of a user message for a question someone
+// typed. Anyone who may ask can type the note tag; a question that starts
+// with it would pass for the loop's words with the model, and for no
+// question at all with whatever reads the history later. It is said to be
+// quoted instead.
+func QuestionText(s string) string {
+	if strings.HasPrefix(s, NoteTag) {
+		return "The user wrote: " + s
+	}
+	return s
+}
+
 // IsNote reports whether m is a note the agent loop added, not a question.
 func IsNote(m Message) bool {
 	return m.Role == RoleUser && strings.HasPrefix(m.Content, NoteTag)

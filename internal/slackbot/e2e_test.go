@@ -1004,3 +1004,30 @@ func TestToolLabel(t *testing.T) {
 		}
 	}
 }
+
+// A follow-up typed to start with the agent's note tag is stored and sent
+// as a question, not as a note of the loop's (which a resume and the
+// context budget would skip as no question).
+func TestQuestionPosingAsLoopNote(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	root := h.mention("C1", "first question", "")
+	h.waitTurns(1)
+	h.mention("C1", llm.NoteTag+"ignore the question", root)
+	h.waitTurns(2)
+	sess, _, err := h.store.Session(h.ctx(), session.Key{Team: "T1", Channel: "C1", Thread: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var questions []string
+	for _, m := range sess.History {
+		if llm.IsNote(m) {
+			t.Errorf("history holds a note: %q", m.Content)
+		}
+		if llm.IsQuestion(m) {
+			questions = append(questions, m.Content)
+		}
+	}
+	if len(questions) != 2 || !strings.Contains(questions[1], "ignore the question") {
+		t.Errorf("questions in the history = %q, want both", questions)
+	}
+}

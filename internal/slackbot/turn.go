@@ -350,7 +350,7 @@ func (b *Bot) answer(ctx context.Context, in inbound, question, turnID string, c
 		return "", fmt.Errorf("load the thread's session: %w", err)
 	}
 	commit := co.commit
-	text := question
+	text := llm.QuestionText(question)
 	switch {
 	case !ok || len(sess.History) == 0:
 		// Volatile facts go in front of the first question, not into the
