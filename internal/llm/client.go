@@ -409,6 +409,11 @@ func (c *Client) classify(err error, x *exchange) failure {
 		return c.finish(f, x)
 	case errors.Is(err, errMalformed):
 		return c.finish(malformed(f, err, x), x)
+	case errors.Is(err, errBodyTooLarge):
+		// Not retried: the same request would get the same flood.
+		f.message = "the server sent an answer larger than 16 MiB, which no chat completion is; it was cut off"
+		f.status = 0
+		return c.finish(f, x)
 	default:
 		for _, le := range localErrors {
 			if errors.Is(err, le) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -987,5 +988,46 @@ func TestCutStreamWithUsageOnEveryChunkIsRetried(t *testing.T) {
 	}
 	if got.Message.Content != "whole answer" {
 		t.Errorf("a cut stream was accepted as the answer: %q", got.Message.Content)
+	}
+}
+
+// A server that answers with more than any chat completion (a content
+// string that never ends, an event stream that never stops) is cut off
+// at maxResponseBody instead of being read into memory, and not retried.
+func TestFloodingAnswerIsCutOff(t *testing.T) {
+	const flood = 24 << 20 // over the 16 MiB limit
+	endless := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`)
+		io.CopyN(w, strings.NewReader(strings.Repeat("a", flood)), flood)
+		io.WriteString(w, `"},"finish_reason":"stop"}]}`)
+	}
+	endlessStream := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		line := "data: " + chunk(`{"content":"`+strings.Repeat("a", 4000)+`"}`, "") + "\n\n"
+		for sent := 0; sent < flood; sent += len(line) {
+			if _, err := io.WriteString(w, line); err != nil {
+				return // the client hung up, as it should
+			}
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}
+	for _, tt := range []struct {
+		name   string
+		reply  reply
+		stream bool
+	}{{"json", endless, false}, {"stream", endlessStream, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeAPI(t, tt.reply)
+			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = tt.stream })
+			_, err := c.Complete(t.Context(), askRequest())
+			var apiErr *APIError
+			if !errors.As(err, &apiErr) || !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("err = %v, want an unavailable *APIError", err)
+			}
+			if !strings.Contains(err.Error(), "larger than 16 MiB") || apiErr.Attempts != 1 {
+				t.Errorf("err = %v (%d attempts), want one attempt cut off for its size", err, apiErr.Attempts)
+			}
+		})
 	}
 }

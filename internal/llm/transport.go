@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -76,7 +77,37 @@ func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// stream is kept too, to say what it was (an HTML page's title).
 		resp.Body = &teeBody{ReadCloser: resp.Body, dst: &x.body}
 	}
+	if resp.StatusCode < 300 {
+		resp.Body = &capBody{ReadCloser: resp.Body, left: maxResponseBody}
+	}
 	return resp, nil
+}
+
+// maxResponseBody bounds a successful answer, streamed or not. A real one
+// is far smaller (a reply is limited by the model's output tokens); a
+// server that sends more, or never stops, would otherwise be read into
+// memory, all of it, for as long as the attempt lasts.
+const maxResponseBody = 16 << 20
+
+// errBodyTooLarge ends the reading of an answer over maxResponseBody.
+var errBodyTooLarge = errors.New("answer larger than 16 MiB")
+
+// capBody fails reads past left bytes with errBodyTooLarge.
+type capBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (c *capBody) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // teeBody copies what is read into dst until maxKeptBody.
