@@ -350,9 +350,7 @@ func New(cfg Config) (*Bot, error) {
 		}
 		opts = append(opts, slack.OptionAPIURL(u))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, slack.OptionHTTPClient(cfg.HTTPClient))
-	}
+	opts = append(opts, slack.OptionHTTPClient(shownURLClient{orDefault(cfg.HTTPClient, http.DefaultClient)}))
 
 	log := cfg.Logger.With("component", "slackbot")
 	m, err := newMetrics(cfg.Registry)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -46,6 +47,7 @@ func (b *Bot) startError(method, doing string, err error, hint string) error {
 	if base == "" {
 		base = slackAPIURL
 	}
+	base = shownURL(base)
 	switch {
 	case errors.Is(err, context.Canceled):
 		return fmt.Errorf("%s with %s: %w", doing, method, err)
@@ -59,4 +61,32 @@ func (b *Bot) startError(method, doing string, err error, hint string) error {
 		return fmt.Errorf("could not reach the Slack API at %s for %s: %w; check the network, any HTTPS proxy (HTTPS_PROXY), or SLACK_API_URL", base, method, err)
 	}
 	return fmt.Errorf("%s with %s: %w", doing, method, err)
+}
+
+// shownURL is s as an error may quote it: without user information or
+// query, either of which can hold a credential (a proxy's https://user:pw@
+// or ?token=… in SLACK_API_URL).
+func shownURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	u.User = nil
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery = "…", false
+	}
+	return u.String()
+}
+
+// shownURLClient makes Web API calls with c. The *url.Error of a call that
+// failed names its URL, of which net/http masks only the password; it goes
+// to the log and into start errors as shownURL has it.
+type shownURLClient struct{ c *http.Client }
+
+func (s shownURLClient) Do(req *http.Request) (*http.Response, error) {
+	resp, err := s.c.Do(req)
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		ue.URL = shownURL(ue.URL)
+	}
+	return resp, err
 }

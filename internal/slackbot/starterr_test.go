@@ -46,6 +46,8 @@ func TestStartBlamesTheTokenOnlyWhenSlackRefusesIt(t *testing.T) {
 			[]string{"could not reach the Slack API", "connection refused"}, []string{"OAuth", "token"}},
 		{"host name does not resolve", "http://slack.example.invalid/api/", noDNS,
 			[]string{"could not reach the Slack API", "slack.example.invalid does not resolve"}, []string{"OAuth", "token"}},
+		{"credentials in the API URL", strings.Replace(closed(), "http://", "http://tok-user:tok-pass@", 1) + "?key=tok-query", nil,
+			[]string{"could not reach the Slack API", "connection refused"}, []string{"tok-"}},
 		{"token refused by Slack", refusing.APIURL(), nil,
 			[]string{"auth.test", "invalid_auth", "Bot User OAuth Token"}, []string{"could not reach"}},
 	}
