@@ -1031,3 +1031,34 @@ func TestQuestionPosingAsLoopNote(t *testing.T) {
 		t.Errorf("questions in the history = %q, want both", questions)
 	}
 }
+
+// A part of the answer Slack refuses for its blocks is posted as its
+// plain-text form, not dropped with only a log line to show for it.
+func TestAnswerPartRefusedForItsBlocksIsPostedAsText(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
+		rep := readThenAnswer(r)
+		if r.last().Role == "tool" {
+			rep.Wait = hold.c()
+		}
+		return rep
+	}})
+	root := h.mention("C1", "a question", "")
+	if _, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)
+		return len(ms) == 1 && strings.Count(ms[0].Text, "✓") == 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.slack.FailNext("chat.postMessage", slacktest.SlackError("invalid_blocks"))
+	hold.open()
+	h.waitTurns(1)
+	msgs := h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+	if len(msgs) != 2 {
+		t.Fatalf("thread = %q, want the progress and the answer", allTexts(msgs))
+	}
+	if a := msgs[1]; !strings.Contains(a.Text, "*Answer* to: a question") || !strings.Contains(a.Text, "shown as plain text") {
+		t.Errorf("answer = %q, want its text with a note", a.Text)
+	}
+}

@@ -390,6 +390,20 @@ func (b *Bot) answer(ctx context.Context, in inbound, question, turnID string, c
 	return turn.Answer, nil
 }
 
+// refusedContent reports whether Slack refused a message for its content,
+// which the same content sent again cannot pass.
+func refusedContent(err error) bool {
+	se, ok := errors.AsType[slack.SlackErrorResponse](err)
+	return ok && slices.Contains([]string{"invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_blocks"}, se.Err)
+}
+
+// plainPart is an answer message reduced to its fallback text, which is
+// mrkdwn within the limits of a message's text, with a note that says
+// why it looks plain.
+func plainPart(m Outgoing) Outgoing {
+	return Outgoing{Text: m.Text + "\n_(Slack refused this part of the answer as formatted; it is shown as plain text.)_"}
+}
+
 func shortCommit(c string) string {
 	if len(c) > 7 {
 		return c[:7]
@@ -433,6 +447,13 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 			continue
 		}
 		ts, err := b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, m)
+		if refusedContent(err) {
+			// Slack refused the blocks (a limit we do not know of, a
+			// construct it will not render): the part goes out as its
+			// plain-text form rather than not at all.
+			log.Warn("Slack refused a part of the answer; posting it as plain text", "part", i, "err", err)
+			ts, err = b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, plainPart(m))
+		}
 		if err != nil {
 			log.Error("post to the thread", "part", i, "err", err)
 			continue
