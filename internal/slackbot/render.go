@@ -106,16 +106,26 @@ func ProgressMessages(lines []CallLine, opts ProgressOptions) []Outgoing {
 	// button) then splits its calls exactly as the running ones did, so the
 	// final edit reaches every message that once carried the button.
 	room := maxBlocksPerMessage - 1
+	// The model chooses how many calls it makes; past maxProgressMessages
+	// the rest are counted on one line instead of flooding the thread.
+	shown, more := lines, ""
+	if capacity := maxProgressMessages*room - min(len(status), 1); len(lines) > capacity {
+		shown, more = lines[:capacity-1], moreCalls(lines[capacity-1:])
+	}
 	start()
-	for i, l := range lines {
+	add := func(id, t string) {
 		if len(blocks) == room {
 			finish()
 			start()
 		}
-		t := callText(l)
-		blocks = append(blocks, slack.NewContextBlock(fmt.Sprintf("askrepo_call_%d", i),
-			mrkdwnObject(t)))
+		blocks = append(blocks, slack.NewContextBlock(id, mrkdwnObject(t)))
 		text = append(text, t)
+	}
+	for i, l := range shown {
+		add(fmt.Sprintf("askrepo_call_%d", i), callText(l))
+	}
+	if more != "" {
+		add("askrepo_call_more", more)
 	}
 	if stop {
 		btn := slack.NewButtonBlockElement(opts.StopActionID, opts.StopValue,
@@ -124,6 +134,35 @@ func ProgressMessages(lines []CallLine, opts ProgressOptions) []Outgoing {
 	}
 	finish()
 	return msgs
+}
+
+// maxProgressMessages bounds the messages one turn's tool calls take in
+// the thread: about 200 calls, far more than a turn needs.
+const maxProgressMessages = 4
+
+// moreCalls is the line that stands for the calls past what the progress
+// messages show: how many, and how they went.
+func moreCalls(lines []CallLine) string {
+	var ok, failed, running int
+	for _, l := range lines {
+		switch l.State {
+		case CallOK:
+			ok++
+		case CallFailed:
+			failed++
+		default:
+			running++
+		}
+	}
+	word := "tool calls"
+	if len(lines) == 1 {
+		word = "tool call"
+	}
+	s := fmt.Sprintf("… and %d more %s: %d ✓, %d ✗", len(lines), word, ok, failed)
+	if running > 0 {
+		s += fmt.Sprintf(", %d ⏳", running)
+	}
+	return s
 }
 
 // callText is the mrkdwn of one call: "⏺ *read_file*  `README.md`  ✓ 120 lines".

@@ -381,7 +381,7 @@ func BenchmarkAnswerMessages(b *testing.B) {
 // split the calls at the same places, so the final edit of a turn reaches
 // every message that once carried the button.
 func TestProgressMessagesSplitSameWithAndWithoutButton(t *testing.T) {
-	for _, n := range []int{1, 48, 49, 50, 51, 97, 98, 99, 100, 147, 148, 149, 150} {
+	for _, n := range []int{1, 48, 49, 50, 51, 97, 98, 99, 100, 147, 148, 149, 150, 195, 196, 197, 5000} {
 		lines := make([]CallLine, n)
 		for i := range lines {
 			lines[i] = CallLine{Name: "read_file", Args: fmt.Sprintf(`{"path":"f%d"}`, i), State: CallOK}
@@ -479,3 +479,39 @@ func TestMrkdwnObjectsAreVerbatim(t *testing.T) {
 }
 
 var broadcastRE = regexp.MustCompile(`@(here|channel|everyone)`)
+
+// A model that asks for thousands of calls in a turn gets them counted on
+// one line past maxProgressMessages messages, not a thread flooded with
+// messages (and edits of them) that bury the answer.
+func TestProgressMessagesAreBounded(t *testing.T) {
+	for _, status := range []string{"", "Working…"} {
+		lines := make([]CallLine, 5000)
+		for i := range lines {
+			lines[i] = CallLine{Name: "read_file", Args: fmt.Sprintf(`{"path":"f%d"}`, i), State: CallState(i % 3)}
+		}
+		msgs := ProgressMessages(lines, ProgressOptions{StopActionID: "askrepo_stop", StopValue: "t1", Status: status})
+		if len(msgs) != 4 {
+			t.Fatalf("status %q: %d messages for 5000 calls, want 4", status, len(msgs))
+		}
+		calls := 0
+		var last string
+		for i, m := range msgs {
+			if len(m.Blocks) > maxBlocksPerMessage {
+				t.Errorf("message %d has %d blocks", i, len(m.Blocks))
+			}
+			for _, b := range m.Blocks {
+				if c, ok := b.(*slack.ContextBlock); ok && c.BlockID != StatusBlockID {
+					calls++
+					last = c.ContextElements.Elements[0].(*slack.TextBlockObject).Text
+				}
+			}
+		}
+		shown := calls - 1
+		if want := fmt.Sprintf("… and %d more tool calls", 5000-shown); !strings.HasPrefix(last, want) {
+			t.Errorf("status %q: last line %q, want it to start %q", status, last, want)
+		}
+		if _, isButton := msgs[len(msgs)-1].Blocks[len(msgs[len(msgs)-1].Blocks)-1].(*slack.ActionBlock); !isButton {
+			t.Errorf("status %q: the Stop button is not the last block", status)
+		}
+	}
+}
