@@ -136,6 +136,10 @@ func ProgressMessages(lines []CallLine, opts ProgressOptions) []Outgoing {
 	return msgs
 }
 
+// maxAnswerMessages bounds the messages of one answer: 120,000 characters,
+// several times what a question needs.
+const maxAnswerMessages = 10
+
 // maxProgressMessages bounds the messages one turn's tool calls take in
 // the thread: about 200 calls, far more than a turn needs.
 const maxProgressMessages = 4
@@ -371,6 +375,17 @@ func AnswerMessages(markdown string, footer Footer, home ...string) []Outgoing {
 		md = emptyAnswer
 	}
 	chunks := splitMarkdown(md, maxMarkdownChars)
+	if len(chunks) > maxAnswerMessages {
+		// The model chooses how long it writes; past this a thread is
+		// flooded, not answered. What is left out is said, with its size.
+		left := 0
+		for _, c := range chunks[maxAnswerMessages:] {
+			left += textLen(c)
+		}
+		chunks = chunks[:maxAnswerMessages]
+		cut := fmt.Sprintf("the answer is cut here: %d more characters are not shown", left)
+		footer.Note = strings.Join(slices.DeleteFunc([]string{footer.Note, cut}, func(s string) bool { return s == "" }), "; ")
+	}
 	msgs := make([]Outgoing, 0, len(chunks))
 	for i, c := range chunks {
 		m := Outgoing{

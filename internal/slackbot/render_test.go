@@ -515,3 +515,22 @@ func TestProgressMessagesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// An answer longer than ten messages is cut, and the last message says so
+// and how much was left out, rather than flooding the thread.
+func TestAnswerMessagesAreBounded(t *testing.T) {
+	md := strings.Repeat(strings.Repeat("word ", 200)+"\n\n", 1000) // about 1 MB
+	msgs := AnswerMessages(md, Footer{Note: "stopped after 25 steps"})
+	if len(msgs) != 10 {
+		t.Fatalf("%d messages, want 10", len(msgs))
+	}
+	last := msgs[len(msgs)-1]
+	ctx, ok := last.Blocks[len(last.Blocks)-1].(*slack.ContextBlock)
+	if !ok {
+		t.Fatalf("last block is %T, want the footer", last.Blocks[len(last.Blocks)-1])
+	}
+	ft := ctx.ContextElements.Elements[0].(*slack.TextBlockObject).Text
+	if !strings.Contains(ft, "stopped after 25 steps") || !strings.Contains(ft, "more characters are not shown") {
+		t.Errorf("footer = %q, want both notes", ft)
+	}
+}
