@@ -29,6 +29,7 @@ import (
 //   - Slack's own link markup, <https://evil.example|README.md:1>, which
 //     would show only its text, is defused into literal text (as Neutralize
 //     does for mentions);
+//   - an HTML element that links, <a href="…">, is defused the same way;
 //   - a link reference definition, "[1]: https://evil.example", which would
 //     turn "[README.md:1][1]" elsewhere into a link, is shown as the text it
 //     is, also inside a block quote or list item and with a label over
@@ -82,6 +83,10 @@ var (
 	// definition whose label began on an earlier line ("[r\nx]: url").
 	// Group 1 is the closing bracket.
 	labelEndRE = regexp.MustCompile(`^(?:[^\[\]\\]|\\.)*(\]):`)
+	// htmlLinkRE starts an HTML element that links (CommonMark passes raw
+	// HTML through): <a href="https://evil.example">README.md:1</a> would
+	// show only its text wherever HTML is rendered.
+	htmlLinkRE = regexp.MustCompile(`^<(?i:a|area|img|form|iframe|link|base)[\s/>]`)
 	// slackLinkRE is Slack's <url|text> link token.
 	slackLinkRE = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>|]*\|[^<>]*>`)
 )
@@ -125,6 +130,11 @@ func inlineHosts(s string, homes []home) string {
 			if m := slackLinkRE.FindStringIndex(s[i:]); m != nil {
 				b.WriteString("<" + zeroWidthSpace + s[i+1:i+m[1]])
 				i += m[1]
+				continue
+			}
+			if htmlLinkRE.MatchString(s[i:]) {
+				b.WriteString("<" + zeroWidthSpace)
+				i++
 				continue
 			}
 			b.WriteByte(c)

@@ -36,6 +36,8 @@ func TestShowLinkHosts(t *testing.T) {
 		{"Slack link markup", "<https://evil.example/x|README.md:1>", "<" + zeroWidthSpace + "https://evil.example/x|README.md:1>"},
 		{"Slack mailto markup", "<mailto:a@evil.example|support>", "<" + zeroWidthSpace + "mailto:a@evil.example|support>"},
 		{"autolink shows its URL", "<https://evil.example/x>", "<https://evil.example/x>"},
+		{"HTML link", `<a href="https://evil.example/">README.md:1</a> <IMG src=x> <br> <abbr>`,
+			"<" + zeroWidthSpace + `a href="https://evil.example/">README.md:1</a> <` + zeroWidthSpace + "IMG src=x> <br> <abbr>"},
 		{"reference definition", "[README.md:1][r]\n\n[r]: https://evil.example/x", "[README.md:1][r]\n\n\\[r]: https://evil.example/x"},
 		{"reference definition in a block quote", "[x][r]\n\n> [r]: https://evil.example/x", "[x][r]\n\n> \\[r]: https://evil.example/x"},
 		{"reference definition in a list", "[x][r]\n\n- [r]: https://evil.example/x\n1. > [s]: https://evil.example/y",
