@@ -209,7 +209,7 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 			b.log.Warn("stop click refused: it came from another channel than the turn's", "turn", a.Value, "user", cb.User.ID, "channel", clickChannel(cb))
 			continue
 		case rt == nil && b.rep != nil:
-			b.rep.requestStop(a.Value, cb.User.ID)
+			b.rep.requestStop(a.Value, cb.User.ID, clickChannel(cb))
 			continue
 		case rt == nil:
 			b.log.Debug("stop clicked for a turn that is not running", "turn", a.Value, "user", cb.User.ID)

@@ -498,8 +498,14 @@ func (r *replicas) watchStops(turnID string) (stop func()) {
 
 // requestStop passes a Stop click for a turn not running here to the
 // replica running it, through the store. It runs off the read loop.
-func (r *replicas) requestStop(turnID, user string) {
+func (r *replicas) requestStop(turnID, user, channel string) {
 	r.b.background(func(ctx context.Context) {
+		// As for a turn running here: a click from another channel's
+		// message is not for this turn, whatever value it carries.
+		if t, err := r.b.cfg.Store.Turn(ctx, turnID); err == nil && t.Key.Channel != channel {
+			r.b.log.Warn("stop click refused: it came from another channel than the turn's", "turn", turnID, "user", user, "channel", channel)
+			return
+		}
 		ok, err := r.store.RequestStop(ctx, turnID, user)
 		switch {
 		case err != nil:

@@ -431,11 +431,35 @@ func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	progress := st.BotMessages("C1", root, slacktest.DefaultBotID)[0]
+	// The turn's value in a click from another channel: refused on the
+	// replica that gets it, the turn goes on.
+	stray := slacktest.ButtonClick{
+		User: "U7", Channel: "C2", MessageTS: progress.TS,
+		ActionID: stopActionID, BlockID: StopBlockID, Value: stopValue(progress), Text: "Stop",
+	}
+	env, err := p.a.slack.ClickButtonTo(p.connB, stray)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.a.slack.WaitAck(p.a.ctx(), env); err != nil {
+		t.Fatal(err)
+	}
+	for ctx := p.b.ctx(); len(p.b.logLines("stop click refused: it came from another channel than the turn's")) == 0; {
+		select {
+		case <-ctx.Done():
+			t.Fatal("replica b never refused the click from another channel")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	if who, _ := p.a.store.StopRequested(p.a.ctx(), stray.Value); who != "" {
+		t.Fatalf("a click from another channel asked to stop the turn (by %s)", who)
+	}
+
 	click := slacktest.ButtonClick{
 		User: "U7", Channel: "C1", MessageTS: progress.TS, ThreadTS: root,
 		ActionID: stopActionID, BlockID: StopBlockID, Value: stopValue(progress), Text: "Stop",
 	}
-	env, err := p.a.slack.ClickButtonTo(p.connB, click)
+	env, err = p.a.slack.ClickButtonTo(p.connB, click)
 	if err != nil {
 		t.Fatal(err)
 	}
