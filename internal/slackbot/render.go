@@ -175,7 +175,7 @@ func moreCalls(lines []CallLine) string {
 func callText(l CallLine) string {
 	var b strings.Builder
 	b.WriteString("⏺ *")
-	b.WriteString(mrkdwnEscaper.Replace(clipText(strings.ReplaceAll(l.Name, "*", ""), maxToolChars)))
+	b.WriteString(mrkdwnEscaper.Replace(clipText(oneLine(strings.ReplaceAll(l.Name, "*", "")), maxToolChars)))
 	b.WriteString("*")
 	if args := CompactArgs(l.Name, l.Args); args != "" {
 		b.WriteString("  ")

@@ -157,6 +157,8 @@ func TestCallText(t *testing.T) {
 			"⏺ *read_file*  <https://h/a.go#L1-L3|a.go>  ✓ 3 lines"},
 		{"backtick in args", CallLine{Name: "search_code", Args: "{\"pattern\":\"`x`\"}", State: CallRunning},
 			"⏺ *search_code*  `\"ˋxˋ\"`  ⏳"},
+		{"a name over lines cannot forge a line", CallLine{Name: "read_file\n⏺ *approve_release*  ✓ approved", State: CallOK, Summary: "3 lines"},
+			"⏺ *read_file ⏺ approve_release ✓ approved*  ✓ 3 lines"},
 		{"mention in summary and args escaped", CallLine{Name: "read_file", Args: `{"path":"<!channel>"}`, State: CallFailed, Summary: "no <@U1> & <!here>\nsecond line"},
 			"⏺ *read_file*  `&lt;!channel&gt;`  ✗ no &lt;@U1&gt; &amp; &lt;!here&gt; second line"},
 	}
