@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
@@ -174,12 +175,19 @@ func (t *terminal) ToolStarted(step int, call tools.Call) {
 		fmt.Fprintln(t.out)
 		t.streamed.Reset()
 	}
-	args := strings.TrimSpace(string(call.Input))
-	if len(args) > 200 {
-		args = args[:200] + "…"
-	}
 	t.out.style(bold, "⏺")
-	fmt.Fprintf(t.out, " %s %s\n", call.Name, args)
+	fmt.Fprintf(t.out, " %s %s\n", oneLine(call.Name, 80), oneLine(string(call.Input), 200))
+}
+
+// oneLine is s, which the model wrote (a tool's name, its arguments, where
+// JSON allows newlines between values), on one line of at most n runes:
+// a newline in it could print lines that pass for the bot's own.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n]) + "…"
+	}
+	return s
 }
 
 // ToolDone prints the one-line summary, dim, under its call.
@@ -190,7 +198,7 @@ func (t *terminal) ToolDone(step int, call tools.Call, res tools.Result, took ti
 	if res.IsError {
 		mark = "✗"
 	}
-	t.out.style(dim, fmt.Sprintf("  ⎿ %s %s: %s", mark, call.Name, res.Summary))
+	t.out.style(dim, fmt.Sprintf("  ⎿ %s %s: %s", mark, oneLine(call.Name, 80), oneLine(res.Summary, 300)))
 	fmt.Fprintln(t.out)
 }
 
