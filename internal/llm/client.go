@@ -694,5 +694,10 @@ func usageFrom(u *openai.Usage, raw []byte) Usage {
 			out.CachedPromptTokens = ds.Usage.Hit
 		}
 	}
+	// The server's numbers feed counters that cannot go down and budgets
+	// that must not: a negative count is no count.
+	out.PromptTokens = max(out.PromptTokens, 0)
+	out.CompletionTokens = max(out.CompletionTokens, 0)
+	out.CachedPromptTokens = min(max(out.CachedPromptTokens, 0), out.PromptTokens)
 	return out
 }

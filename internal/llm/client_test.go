@@ -191,6 +191,16 @@ func TestUsage(t *testing.T) {
 			usage: `{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55}`,
 			want:  Usage{PromptTokens: 50, CompletionTokens: 5},
 		},
+		{
+			name:  "negative counts are none",
+			usage: `{"prompt_tokens":-50,"completion_tokens":-5,"total_tokens":-55,"prompt_tokens_details":{"cached_tokens":-3}}`,
+			want:  Usage{},
+		},
+		{
+			name:  "more cached than sent is what was sent",
+			usage: `{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55,"prompt_tokens_details":{"cached_tokens":900}}`,
+			want:  Usage{PromptTokens: 50, CachedPromptTokens: 50, CompletionTokens: 5},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/stream", func(t *testing.T) {

@@ -1062,3 +1062,22 @@ func TestAnswerPartRefusedForItsBlocksIsPostedAsText(t *testing.T) {
 		t.Errorf("answer = %q, want its text with a note", a.Text)
 	}
 }
+
+// A model server that reports negative token counts must not bring the
+// service down: Prometheus counters panic when asked to decrease.
+func TestNegativeUsageFromTheServer(t *testing.T) {
+	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
+		if r.last().Role == "tool" {
+			return fakeReply{Content: "done", Prompt: -1000, Cached: -5, Output: -7}
+		}
+		return fakeReply{Calls: []fakeCall{{"read_file", `{"path":"README.md"}`}}, Prompt: -1, Cached: -1, Output: -1}
+	}})
+	h.mention("C1", "what is here?", "")
+	lines := h.waitTurns(1)
+	if lines[0]["outcome"] != outcomeAnswered {
+		t.Errorf("outcome %v, want answered", lines[0]["outcome"])
+	}
+	if m := h.metrics(); strings.Contains(m, "askrepo_tokens_total{kind=\"prompt\"} -") {
+		t.Errorf("token counter went negative:\n%s", grepLines(m, "tokens"))
+	}
+}

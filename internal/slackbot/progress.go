@@ -127,9 +127,11 @@ func (p *progress) ToolDone(step int, call tools.Call, res tools.Result, took ti
 
 func (p *progress) StepDone(step int, appended []llm.Message, usage llm.Usage) {
 	m := p.b.metrics
-	m.tokens.WithLabelValues("prompt").Add(float64(usage.PromptTokens))
-	m.tokens.WithLabelValues("cached").Add(float64(usage.CachedPromptTokens))
-	m.tokens.WithLabelValues("completion").Add(float64(usage.CompletionTokens))
+	// A counter panics when asked to go down; whatever the model reported,
+	// a negative count counts nothing.
+	m.tokens.WithLabelValues("prompt").Add(float64(max(usage.PromptTokens, 0)))
+	m.tokens.WithLabelValues("cached").Add(float64(max(usage.CachedPromptTokens, 0)))
+	m.tokens.WithLabelValues("completion").Add(float64(max(usage.CompletionTokens, 0)))
 
 	p.mu.Lock()
 	p.timeStepLocked()
