@@ -694,10 +694,14 @@ func usageFrom(u *openai.Usage, raw []byte) Usage {
 			out.CachedPromptTokens = ds.Usage.Hit
 		}
 	}
-	// The server's numbers feed counters that cannot go down and budgets
-	// that must not: a negative count is no count.
-	out.PromptTokens = max(out.PromptTokens, 0)
-	out.CompletionTokens = max(out.CompletionTokens, 0)
+	// The server's numbers feed counters that cannot go down and sums
+	// that must not overflow: a negative count is no count, and none is
+	// over maxUsageTokens.
+	out.PromptTokens = min(max(out.PromptTokens, 0), maxUsageTokens)
+	out.CompletionTokens = min(max(out.CompletionTokens, 0), maxUsageTokens)
 	out.CachedPromptTokens = min(max(out.CachedPromptTokens, 0), out.PromptTokens)
 	return out
 }
+
+// maxUsageTokens is more tokens than any one request uses, by far.
+const maxUsageTokens = 1 << 30

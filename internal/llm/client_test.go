@@ -197,6 +197,11 @@ func TestUsage(t *testing.T) {
 			want:  Usage{},
 		},
 		{
+			name:  "counts that would overflow a sum are capped",
+			usage: `{"prompt_tokens":9223372036854775807,"completion_tokens":9223372036854775807,"total_tokens":1}`,
+			want:  Usage{PromptTokens: 1 << 30, CompletionTokens: 1 << 30},
+		},
+		{
 			name:  "more cached than sent is what was sent",
 			usage: `{"prompt_tokens":50,"completion_tokens":5,"total_tokens":55,"prompt_tokens_details":{"cached_tokens":900}}`,
 			want:  Usage{PromptTokens: 50, CachedPromptTokens: 50, CompletionTokens: 5},
