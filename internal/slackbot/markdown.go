@@ -45,6 +45,12 @@ func Neutralize(s string) string {
 		case s[i] == '&':
 			n := ltEntity(s[i:])
 			if n == 0 {
+				// "&#64;here" is "@here" to whatever decodes entities.
+				if n = charRef(s[i:], '@', "&commat;"); n > 0 && !wordBefore(s, i) && broadcastAt(s, i+n) {
+					b.WriteString(s[last : i+n])
+					b.WriteString(zeroWidthSpace)
+					last = i + n
+				}
 				continue
 			}
 			after = i + n
@@ -93,12 +99,21 @@ func breakBroadcasts(s string) string {
 // broadcasts where it links names (link_names, a client's composer), and
 // the docs do not say the markdown block never does.
 func broadcastWord(s string, i int) bool {
-	if i > 0 && (isWordByteBefore(s, i) || s[i-1] == '_') {
-		return false // an address: ops@here.example
-	}
+	return !wordBefore(s, i) && broadcastAt(s, i+1)
+}
+
+// wordBefore reports whether s[:i] ends in a word character: an "@" there
+// is part of an address (ops@here.example), not a broadcast.
+func wordBefore(s string, i int) bool {
+	return i > 0 && (isWordByteBefore(s, i) || s[i-1] == '_')
+}
+
+// broadcastAt reports whether s[j:] starts with here, channel or
+// everyone (any case) as a whole word.
+func broadcastAt(s string, j int) bool {
 	for _, kw := range []string{"here", "channel", "everyone"} {
-		end := i + 1 + len(kw)
-		if end <= len(s) && strings.EqualFold(s[i+1:end], kw) && (end == len(s) || !isWordByte(s, end) && s[end] != '_') {
+		end := j + len(kw)
+		if end <= len(s) && strings.EqualFold(s[j:end], kw) && (end == len(s) || !isWordByte(s, end) && s[end] != '_') {
 			return true
 		}
 	}
@@ -108,9 +123,14 @@ func broadcastWord(s string, i int) bool {
 // ltEntity returns the length of the HTML character reference for "<" that
 // s starts with ("&lt;" in any case, "&#60;", "&#x3c;", with leading zeros),
 // or 0.
-func ltEntity(s string) int {
-	if len(s) >= 4 && strings.EqualFold(s[:4], "&lt;") {
-		return 4
+func ltEntity(s string) int { return charRef(s, '<', "&lt;") }
+
+// charRef returns the length of the HTML character reference for c that s
+// starts with: named (in any case), decimal or hexadecimal, with leading
+// zeros; or 0.
+func charRef(s string, c byte, named string) int {
+	if len(s) >= len(named) && strings.EqualFold(s[:len(named)], named) {
+		return len(named)
 	}
 	if !strings.HasPrefix(s, "&#") {
 		return 0
@@ -127,7 +147,7 @@ func ltEntity(s string) int {
 		}
 		v = v*base + d
 	}
-	if i == start || i >= len(s) || s[i] != ';' || v != '<' {
+	if i == start || i >= len(s) || s[i] != ';' || v != int(c) {
 		return 0
 	}
 	return i + 1

@@ -24,6 +24,8 @@ func TestNeutralize(t *testing.T) {
 		{"<!date^1700000000^{date}^https://evil.example|today>", "<" + zw + "!date^1700000000^{date}^https://evil.example|today>"},
 		{"@here @Channel, (@everyone) `@here`", "@" + zw + "here @" + zw + "Channel, (@" + zw + "everyone) `@" + zw + "here`"},
 		{"ops@here.example @heres @channels @here_x @hereé", "ops@here.example @heres @channels @here_x @hereé"},
+		{"&#64;here &#x40;Channel &commat;everyone &#064;here.", "&#64;" + zw + "here &#x40;" + zw + "Channel &commat;" + zw + "everyone &#064;" + zw + "here."},
+		{"ops&#64;here.example &#64;heres &#65;here", "ops&#64;here.example &#64;heres &#65;here"},
 		// Ordinary text and code stay exactly as written.
 		{"if a < b && c > d {}", "if a < b && c > d {}"},
 		{"<div class=\"x\"><!-- note --></div>", "<div class=\"x\"><!-- note --></div>"},
