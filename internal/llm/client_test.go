@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -1011,29 +1011,17 @@ func TestCutStreamWithUsageOnEveryChunkIsRetried(t *testing.T) {
 // at maxResponseBody instead of being read into memory, and not retried.
 func TestFloodingAnswerIsCutOff(t *testing.T) {
 	const flood = 24 << 20 // over the 16 MiB limit
-	endless := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`)
-		io.CopyN(w, strings.NewReader(strings.Repeat("a", flood)), flood)
-		io.WriteString(w, `"},"finish_reason":"stop"}]}`)
-	}
-	endlessStream := func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		line := "data: " + chunk(`{"content":"`+strings.Repeat("a", 4000)+`"}`, "") + "\n\n"
-		for sent := 0; sent < flood; sent += len(line) {
-			if _, err := io.WriteString(w, line); err != nil {
-				return // the client hung up, as it should
-			}
-		}
-		io.WriteString(w, "data: [DONE]\n\n")
-	}
+	endless := llmtest.JSON(http.StatusOK, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`+
+		strings.Repeat("a", flood)+`"},"finish_reason":"stop"}]}`)
+	event := llmtest.Chunk(`{"content":"`+strings.Repeat("a", 4000)+`"}`, "")
+	endlessStream := llmtest.SSE(slices.Repeat([]string{event}, flood/len(event)+1)...)
 	for _, tt := range []struct {
 		name   string
-		reply  reply
+		reply  llmtest.Reply
 		stream bool
 	}{{"json", endless, false}, {"stream", endlessStream, true}} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeAPI(t, tt.reply)
+			f := llmtest.New(t, llmtest.Queue(tt.reply))
 			c, _ := newTestClient(t, f, func(cfg *ClientConfig) { cfg.Stream = tt.stream })
 			_, err := c.Complete(t.Context(), askRequest())
 			var apiErr *APIError
