@@ -343,9 +343,9 @@ func TestStopClickRefusedFromOutside(t *testing.T) {
 	t.Cleanup(hold.open)
 	h := newHarness(t, harnessOpts{
 		cfg: func(c *Config) { c.AllowUsers = []string{"U1", "U7"} },
-		script: func(r chatRequest) fakeReply {
+		script: func(r llmtest.Request) llmtest.Reply {
 			rep := readThenAnswer(r)
-			if r.last().Role == "tool" {
+			if r.Last().Role == "tool" {
 				rep.Wait = hold.c()
 			}
 			return rep
@@ -954,16 +954,16 @@ func TestShutdownBoundedWhenSlackRateLimitsForever(t *testing.T) {
 // names: each must not become a metrics series of its own, holding the
 // model's text, while the real tools keep theirs.
 func TestInventedToolNamesShareOneMetricLabel(t *testing.T) {
-	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
-		if r.last().Role == "tool" {
-			return fakeReply{Content: "done", Prompt: 10, Output: 1}
+	h := newHarness(t, harnessOpts{script: func(r llmtest.Request) llmtest.Reply {
+		if r.Last().Role == "tool" {
+			return llmtest.Reply{Content: "done", Usage: &llmtest.Usage{Prompt: 10, Output: 1}}
 		}
-		return fakeReply{Calls: []fakeCall{
-			{"read_file", `{"path":"README.md"}`},
-			{"exfil_sk-live-0123456789", `{}`},
-			{"<!channel> \u202e", `{}`},
-			{strings.Repeat("x", 5000), `{}`},
-		}, Prompt: 10, Output: 1}
+		return llmtest.Reply{Calls: []llmtest.Call{
+			{Name: "read_file", Args: `{"path":"README.md"}`},
+			{Name: "exfil_sk-live-0123456789", Args: `{}`},
+			{Name: "<!channel> \u202e", Args: `{}`},
+			{Name: strings.Repeat("x", 5000), Args: `{}`},
+		}, Usage: &llmtest.Usage{Prompt: 10, Output: 1}}
 	}})
 	h.mention("C1", "what is here?", "")
 	h.waitTurns(1)
@@ -1037,9 +1037,9 @@ func TestQuestionPosingAsLoopNote(t *testing.T) {
 func TestAnswerPartRefusedForItsBlocksIsPostedAsText(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
-	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
+	h := newHarness(t, harnessOpts{script: func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
-		if r.last().Role == "tool" {
+		if r.Last().Role == "tool" {
 			rep.Wait = hold.c()
 		}
 		return rep
@@ -1066,11 +1066,14 @@ func TestAnswerPartRefusedForItsBlocksIsPostedAsText(t *testing.T) {
 // A model server that reports negative token counts must not bring the
 // service down: Prometheus counters panic when asked to decrease.
 func TestNegativeUsageFromTheServer(t *testing.T) {
-	h := newHarness(t, harnessOpts{script: func(r chatRequest) fakeReply {
-		if r.last().Role == "tool" {
-			return fakeReply{Content: "done", Prompt: -1000, Cached: -5, Output: -7}
+	h := newHarness(t, harnessOpts{script: func(r llmtest.Request) llmtest.Reply {
+		if r.Last().Role == "tool" {
+			return llmtest.Reply{Content: "done", Usage: &llmtest.Usage{Prompt: -1000, Cached: -5, Output: -7}}
 		}
-		return fakeReply{Calls: []fakeCall{{"read_file", `{"path":"README.md"}`}}, Prompt: -1, Cached: -1, Output: -1}
+		return llmtest.Reply{
+			Calls: []llmtest.Call{{Name: "read_file", Args: `{"path":"README.md"}`}},
+			Usage: &llmtest.Usage{Prompt: -1, Cached: -1, Output: -1},
+		}
 	}})
 	h.mention("C1", "what is here?", "")
 	lines := h.waitTurns(1)
