@@ -77,10 +77,8 @@ func TestToolCallCannotForgeLines(t *testing.T) {
 	name, _ := json.Marshal("read_file" + forged)
 	call := `{"tool_calls":[{"id":"a","type":"function","function":{"name":` + string(name) + `,"arguments":` + string(args) + `}}]}`
 	repo := testRepo(t)
-	fake := &fakeOpenAI{script: []string{call, jsonContent("done")}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL + "/v1", "REPO_PATH": repo})
+	fake := newModel(t, nil, call, jsonContent("done"))
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "REPO_PATH": repo})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"ask", "what is this?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
