@@ -465,6 +465,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	case runErr = <-fatal:
 		b.log.Error("slack connection failed; shutting down", "err", runErr)
 	}
+	// No turn begins once shutdown has: a running one that ends while the
+	// socket closes must not hand its slot to a queued question.
+	b.queue.close()
 	stopSock()
 	loops.Wait()
 	b.connected.Store(false)
