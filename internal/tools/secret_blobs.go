@@ -634,7 +634,9 @@ func (w *Workspace) stagedSecrets(ctx context.Context, set *secretBlobs) (staged
 	for rec := range strings.SplitSeq(out, "\x00") {
 		meta, name, ok := strings.Cut(rec, "\t")
 		f := strings.Fields(meta)
-		if ok && len(f) == 3 && f[0] != "160000" && set.has(f[1]) {
+		// A denied name is refused as such already; left out, the set is
+		// empty in nearly every checkout, and holds costs nothing.
+		if ok && len(f) == 3 && f[0] != "160000" && set.has(f[1]) && !w.Denied(name) {
 			list[name] = struct{}{}
 		}
 	}
