@@ -171,13 +171,13 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	// index and the tree: the two are independent, so they are fetched
 	// side by side. Both end with ctx, and the call waits for both.
 	type secretsResult struct {
-		set *secretBlobs
-		err error
+		filter secretFilter
+		err    error
 	}
 	secretsc := make(chan secretsResult, 1)
 	go func() {
-		set, err := s.ws.secretSet(ctx)
-		secretsc <- secretsResult{set, err}
+		f, err := s.ws.secretFilter(ctx)
+		secretsc <- secretsResult{f, err}
 	}()
 	scope, err := s.scope(ctx, args.Path)
 	sr := <-secretsc
@@ -190,13 +190,10 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	if sr.err != nil {
 		return "", sr.err
 	}
-	secrets := sr.set
 	files := filterInclude(scope.files, args.Include)
 	readers, closeRoot := s.readers()
 	defer closeRoot()
-	if readers, err = withSecretFilter(ctx, s.ws, readers, secrets); err != nil {
-		return "", err
-	}
+	readers = sr.filter.wrap(readers)
 	job := searchJob{
 		files:        files,
 		reader:       readers,

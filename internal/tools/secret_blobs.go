@@ -561,17 +561,31 @@ func (r secretFilter) read(rel string, buf []byte, maxSize int64) ([]byte, skipK
 	return buf, skip
 }
 
-// withSecretFilter wraps a search's readers in secretFilter; with no
-// secret blobs they are left as they are.
-func withSecretFilter(ctx context.Context, ws *Workspace, newReader func() fileReader, set *secretBlobs) (func() fileReader, error) {
-	if set.empty() {
-		return newReader, nil
-	}
-	staged, err := ws.stagedSecrets(ctx, set)
+// secretFilter reads what a search must skip: the secret blobs and the
+// tracked files checked out from one.
+func (w *Workspace) secretFilter(ctx context.Context) (secretFilter, error) {
+	set, err := w.secretSet(ctx)
 	if err != nil {
-		return nil, err
+		return secretFilter{}, err
 	}
-	return func() fileReader { return secretFilter{fileReader: newReader(), set: set, ws: ws, staged: staged} }, nil
+	staged, err := w.stagedSecrets(ctx, set)
+	if err != nil {
+		return secretFilter{}, err
+	}
+	return secretFilter{set: set, ws: w, staged: staged}, nil
+}
+
+// wrap wraps a search's readers in the filter; with no secret blobs they
+// are left as they are.
+func (f secretFilter) wrap(newReader func() fileReader) func() fileReader {
+	if f.set.empty() {
+		return newReader
+	}
+	return func() fileReader {
+		r := f
+		r.fileReader = newReader()
+		return r
+	}
 }
 
 // stagedSet is the tracked files of the checkout whose index entry is a
