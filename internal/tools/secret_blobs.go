@@ -305,7 +305,7 @@ func (g *gitCLI) secretIndex(ctx context.Context) (*secretIndex, error) {
 	if c.idx != nil {
 		return c.idx, nil
 	}
-	_, common, ok := g.ws.gitLayout(ctx)
+	prefix, common, ok := g.ws.gitLayout(ctx)
 	if !ok {
 		out, _, err := g.output(ctx, 64<<10, "rev-parse", "--git-common-dir")
 		if err != nil {
@@ -317,9 +317,16 @@ func (g *gitCLI) secretIndex(ctx context.Context) (*secretIndex, error) {
 		if !filepath.IsAbs(common) {
 			common = filepath.Join(g.ws.Dir(), common)
 		}
+		if prefix, err = g.prefix(ctx); err != nil {
+			return nil, err
+		}
 	}
+	// The deny-list is matched from the checkout's place in the
+	// repository, so two checkouts of one repository at different places
+	// (or with different lists) each have their own index.
 	var key strings.Builder
 	key.WriteString(filepath.Clean(common))
+	key.WriteString("\x00" + prefix)
 	for _, p := range g.ws.deny {
 		fmt.Fprintf(&key, "\x00%t %t %s", p.negate, p.anchored, p.glob)
 	}

@@ -424,3 +424,26 @@ func TestSecretBlobsOddNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretBlobsTwoCheckoutsOfOneRepository: two checkouts at different
+// places in one repository match an anchored pattern from different
+// roots, so the first one's set must not serve the second.
+func TestSecretBlobsTwoCheckoutsOfOneRepository(t *testing.T) {
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add", write: map[string]string{
+			"a/config/key.txt": "A-secret\n", "b/config/key.txt": "B-secret\n", "a/x.go": "package x\n", "b/x.go": "package x\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Hide", rename: [2]string{"b/config/key.txt", "b/notes.txt"}},
+	})
+	opts := WorkspaceOptions{Deny: []string{"config/key.txt"}, NoDefaultDeny: true}
+	wa := wsNew(t, filepath.Join(dir, "a"), opts)
+	if _, err := runGitTool(t, NewReadFile(wa), map[string]any{"path": "x.go"}); err != nil {
+		t.Fatal(err)
+	}
+	wb := wsNew(t, filepath.Join(dir, "b"), opts)
+	got, err := runGitTool(t, NewReadFile(wb), map[string]any{"path": "notes.txt"})
+	if !errors.Is(err, ErrDenied) {
+		t.Errorf("b's notes.txt (its secret renamed) = %q, %v; want ErrDenied", got, err)
+	}
+}
