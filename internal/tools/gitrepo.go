@@ -208,6 +208,11 @@ func (w *Workspace) foreignGitDir(gitDir, common, top string) string {
 // entries and those of objects/pack are looked at (a few reads), which
 // still catches a borrowed object store or pack directory.
 func borrowsObjects(gitDir, realGitDir string, deep bool) string {
+	// A commondir file makes git take refs and objects from the
+	// directory it names; the checkout's own has none.
+	if _, err := os.Lstat(filepath.Join(gitDir, "commondir")); err == nil {
+		return "its git directory takes its refs and objects from another repository (commondir)"
+	}
 	objects := filepath.Join(gitDir, "objects")
 	if alternates(filepath.Join(objects, "info", "alternates")) {
 		return "its git directory borrows objects from another repository (objects/info/alternates)"

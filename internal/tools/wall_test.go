@@ -7,6 +7,7 @@ import (
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -388,5 +389,27 @@ func TestTooManyRefsLeavesSecretsUnknown(t *testing.T) {
 		if out := wallCall(t, r, c.name, c.args); strings.Contains(out, "many-refs-secret") {
 			t.Errorf("%s %v shows the secret:\n%s", c.name, c.args, out)
 		}
+	}
+}
+
+// A commondir file written into a checkout's .git after it was opened
+// points git at another repository's refs and objects: the check before
+// every call turns git off instead.
+func TestCommondirAddedLaterRefused(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	histGit(t, a, nil, "init", "-q")
+	histCommits(t, a, []histCommit{{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "mine", write: map[string]string{"a.go": "package a\n"}}})
+	histGit(t, b, nil, "init", "-q")
+	histCommits(t, b, []histCommit{{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "OTHER-REPO-HISTORY", write: map[string]string{"b.go": "package b\n"}}})
+	ws := wsNew(t, a, WorkspaceOptions{})
+	if out, err := runGitTool(t, NewGitLog(ws, GitOptions{}), map[string]any{}); err != nil || !strings.Contains(out, "mine") {
+		t.Fatalf("git_log before = %q, %v", out, err)
+	}
+	if err := os.WriteFile(filepath.Join(a, ".git", "commondir"), []byte(filepath.Join(b, ".git")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runGitTool(t, NewGitLog(ws, GitOptions{}), map[string]any{})
+	if strings.Contains(out, "OTHER-REPO") || !errors.Is(err, ErrForeignGitDir) {
+		t.Errorf("git_log after a commondir was planted = %q, %v; want ErrForeignGitDir", out, err)
 	}
 }
