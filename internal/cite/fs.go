@@ -42,7 +42,9 @@ func (f *FSChecker) Lines(ctx context.Context, path string) (int, error) {
 	if path == ".git" || strings.HasPrefix(path, ".git/") {
 		return 0, &fs.PathError{Op: "lines", Path: path, Err: fs.ErrNotExist}
 	}
-	file, err := f.root.Open(path)
+	// Non-blocking, so that a FIFO (or a device) opens at once and is
+	// refused as not a file below, instead of holding the check forever.
+	file, err := f.root.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return 0, &fs.PathError{Op: "lines", Path: path, Err: fs.ErrNotExist}

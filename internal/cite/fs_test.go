@@ -1,11 +1,14 @@
 package cite
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestFSChecker(t *testing.T) {
@@ -58,5 +61,31 @@ func TestFSChecker(t *testing.T) {
 				t.Errorf("Lines(%q) = %d, %v; want %d, %v", tt.path, n, err, tt.n, tt.err)
 			}
 		})
+	}
+}
+
+// A FIFO in a checkout opens without blocking and reads as no file, so a
+// citation of it cannot hold the check past its deadline.
+func TestFSCheckerFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	f, err := NewFSChecker(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := f.Lines(ctx, "pipe"); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Lines(pipe) = %v, want a missing file", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lines on a FIFO still blocked 5 s after its 1 s deadline")
 	}
 }
