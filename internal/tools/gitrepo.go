@@ -37,7 +37,16 @@ type gitRepo struct {
 	// process on every later tool call.
 	layout         bool
 	prefix, common string
+	// transient says that err is not an answer about the repository (git
+	// timed out, could not read it, or said something unexpected): it is
+	// not kept, and the next call asks again. Meanwhile the tools fail
+	// closed on content, as they do whenever the history is unknown.
+	transient bool
 }
+
+// errGitUnavailable is wrapped when git could not say what the checkout's
+// repository is, for a reason that may pass.
+var errGitUnavailable = errors.New("git could not read the checkout's repository just now; try again in a moment")
 
 // gitLayout returns the checkout's place in its repository and the
 // repository's common git directory, as resolved once; ok is false when
@@ -65,6 +74,9 @@ func (w *Workspace) Git(ctx context.Context) (gitexec.Git, error) {
 		// A canceled call says nothing about the repository: ask again.
 		if err := ctx.Err(); err != nil {
 			return gitexec.Git{}, fmt.Errorf("find the checkout's git repository: %w", err)
+		}
+		if r.transient {
+			return gitexec.Git{}, r.err
 		}
 		w.repo = &r
 	}
@@ -126,15 +138,21 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 		if errors.Is(err, exec.ErrNotFound) {
 			return gitRepo{err: fmt.Errorf("git is not installed on the server, so git history is not available: %w", err)}
 		}
-		// Not in a repository, a bare one, or one git cannot read: no
-		// history, and the walker lists the files.
-		w.log.Debug("not using git for this checkout", "err", err, "stderr", strings.TrimSpace(stderr.String()))
-		return gitRepo{err: ErrNotGitRepo}
+		msg := strings.TrimSpace(stderr.String())
+		if strings.Contains(msg, "not a git repository") || strings.Contains(msg, "must be run in a work tree") {
+			// Not in a repository, or in a bare one: no history, and
+			// the walker lists the files.
+			w.log.Debug("not using git for this checkout", "err", err, "stderr", msg)
+			return gitRepo{err: ErrNotGitRepo}
+		}
+		// A timeout, or a repository git cannot read now: no answer.
+		w.log.Warn("git could not read the checkout's repository; asking again at the next call", "dir", w.dir, "err", err, "stderr", msg)
+		return gitRepo{err: errGitUnavailable, transient: true}
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 3 {
-		w.log.Warn("unexpected answer from git rev-parse; not using git", "out", string(out))
-		return gitRepo{err: ErrNotGitRepo}
+		w.log.Warn("unexpected answer from git rev-parse; asking again at the next call", "out", string(out))
+		return gitRepo{err: errGitUnavailable, transient: true}
 	}
 	gitDir, common, top := lines[0], lines[1], lines[2]
 	if reason := w.foreignGitDir(gitDir, common, top); reason != "" {
@@ -148,12 +166,12 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 	// slip in, the drivers the repository defines are switched off too.
 	g, err = g.WithoutDrivers(ctx)
 	if err != nil {
-		w.log.Warn("cannot read the repository's config; not using git", "dir", w.dir, "err", err)
-		return gitRepo{err: ErrNotGitRepo}
+		w.log.Warn("cannot read the repository's config; asking again at the next call", "dir", w.dir, "err", err)
+		return gitRepo{err: errGitUnavailable, transient: true}
 	}
 	real, err := filepath.EvalSymlinks(gitDir)
 	if err != nil {
-		return gitRepo{err: ErrNotGitRepo}
+		return gitRepo{err: errGitUnavailable, transient: true}
 	}
 	r := gitRepo{git: g, realGitDir: real, common: common}
 	if realTop, err := filepath.EvalSymlinks(top); err == nil {

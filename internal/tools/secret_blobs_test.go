@@ -447,3 +447,33 @@ func TestSecretBlobsTwoCheckoutsOfOneRepository(t *testing.T) {
 		t.Errorf("b's notes.txt (its secret renamed) = %q, %v; want ErrDenied", got, err)
 	}
 }
+
+// TestSecretBlobsGitUnavailableFailsClosed: when git cannot say what the
+// checkout's repository is, for a reason that may pass (a timeout, an
+// unreadable repository), the tools show no file content instead of
+// serving the checkout as if it had no history, and ask again next time.
+func TestSecretBlobsGitUnavailableFailsClosed(t *testing.T) {
+	repo := secretHistoryFixture(t)
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	bin := t.TempDir()
+	marker := filepath.Join(bin, "failed-once")
+	// The first look at the repository fails as a git that cannot read it
+	// would; every later call is the real git.
+	script := "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = --show-toplevel ] && [ ! -e '" + marker + "' ]; then\n    touch '" + marker + "'\n    echo 'fatal: unable to read index: Input/output error' >&2\n    exit 128\n  fi\ndone\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ws := wsNew(t, repo.dir, WorkspaceOptions{})
+	got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "docs/copy.txt"})
+	if err == nil || strings.Contains(got, "DB_PASSWORD") {
+		t.Fatalf("read_file while git could not read the repository = %q, %v; want no content", got, err)
+	}
+	got, err = runGitTool(t, NewReadFile(ws), map[string]any{"path": "docs/copy.txt"})
+	if !errors.Is(err, ErrDenied) {
+		t.Errorf("read_file once git reads it again = %q, %v; want ErrDenied", got, err)
+	}
+}
