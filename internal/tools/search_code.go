@@ -7,15 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/search"
 	"github.com/bmatcuk/doublestar/v4"
 )
 
@@ -148,8 +147,8 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 		notes = append(notes, fmt.Sprintf("max_results is capped at %d.", maxMaxResults))
 		args.MaxResults = maxMaxResults
 	}
-	m, err := compileSearch(args.Pattern, args.Literal, args.IgnoreCase)
-	if errors.Is(err, errPatternTooComplex) {
+	m, err := search.Compile(args.Pattern, args.Literal, args.IgnoreCase)
+	if errors.Is(err, search.ErrTooComplex) {
 		return "", err
 	}
 	if err != nil {
@@ -194,18 +193,18 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	readers, closeRoot := s.readers()
 	defer closeRoot()
 	readers = sr.filter.wrap(readers)
-	job := searchJob{
-		files:        files,
-		reader:       readers,
-		matcher:      m,
-		contextLines: args.Context,
-		maxResults:   args.MaxResults,
-		maxFileSize:  s.opts.MaxFileSize,
-		workers:      s.opts.Workers,
-		expired:      func() bool { return s.now().After(deadline) },
+	job := search.Job{
+		Files:        files,
+		NewReader:    readers,
+		Matcher:      m,
+		ContextLines: args.Context,
+		MaxResults:   args.MaxResults,
+		MaxFileSize:  s.opts.MaxFileSize,
+		Workers:      s.opts.Workers,
+		Expired:      func() bool { return s.now().After(deadline) },
 	}
-	res := job.run(ctx)
-	if !res.complete && errors.Is(ctx.Err(), context.Canceled) {
+	res := job.Run(ctx)
+	if !res.Complete && errors.Is(ctx.Err(), context.Canceled) {
 		return "", fmt.Errorf("search canceled: %w", ctx.Err())
 	}
 	return renderSearch(args, scope, res, s.opts, roundBudget(budget), OutputBudget(ctx)-searchNoteRoom, notes), nil
@@ -217,22 +216,6 @@ func roundBudget(d time.Duration) time.Duration {
 		return d.Round(100 * time.Millisecond)
 	}
 	return d.Round(time.Millisecond)
-}
-
-// readers returns how the job's workers read files: through a root on the
-// checkout opened for this search when the fast path is available (see
-// dirReader), else through Workspace.Open.
-func (s *SearchCode) readers() (newReader func() fileReader, closeRoot func()) {
-	var root *os.Root
-	real, err := filepath.EvalSymlinks(s.ws.Dir())
-	if err == nil {
-		root, _ = os.OpenRoot(real)
-	}
-	closeRoot = func() {}
-	if root != nil {
-		closeRoot = func() { root.Close() }
-	}
-	return func() fileReader { return newSearchReader(root, real, s.ws.Open) }, closeRoot
 }
 
 // searchScope is the set of files a search covers and how to describe it.
@@ -308,15 +291,15 @@ func patternError(pattern string, err error) error {
 	// The regexp error quotes our (?m) prefix; it confuses the reader.
 	msg = strings.ReplaceAll(msg, "(?mi)", "")
 	msg = strings.ReplaceAll(msg, "(?m)", "")
-	msg = strings.TrimPrefix(msg, errPatternSyntax.Error()+": ")
+	msg = strings.TrimPrefix(msg, search.ErrSyntax.Error()+": ")
 	hint := "Patterns use RE2 syntax (Go regexp): lookahead/lookbehind ((?=…), (?!…), (?<=…)) and backreferences (\\1) are not supported; escape ( ) [ ] { } . * + ? | \\ with a backslash to match them literally"
-	return fmt.Errorf("%w: %s. %s, or set literal=true to search for %q as plain text", errPatternSyntax, msg, hint, pattern)
+	return fmt.Errorf("%w: %s. %s, or set literal=true to search for %q as plain text", search.ErrSyntax, msg, hint, pattern)
 }
 
 // renderSearch writes what the model reads: a header with totals and
 // notes, the matching lines grouped by file, and what to do when the
 // output is not the whole story.
-func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts SearchCodeOptions, budget time.Duration, room int, notes []string) string {
+func renderSearch(args searchCodeArgs, scope searchScope, res search.Result, opts SearchCodeOptions, budget time.Duration, room int, notes []string) string {
 	var (
 		total, inFiles, shown int
 		binary, huge, unread  int
@@ -326,49 +309,49 @@ func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts
 		lastNo                int
 		budgetHit             bool
 	)
-	for i, h := range res.hits {
-		if !h.done {
+	for i, h := range res.Hits {
+		if !h.Done {
 			continue
 		}
-		switch h.skip {
-		case skipBinary:
+		switch h.Skip {
+		case search.SkipBinary:
 			binary++
-		case skipHuge:
+		case search.SkipHuge:
 			huge++
-		case skipUnreadable:
+		case search.SkipUnreadable:
 			unread++
 		}
-		if h.matches == 0 {
+		if h.Matches == 0 {
 			continue
 		}
-		total += h.matches
+		total += h.Matches
 		inFiles++
 		if budgetHit || shown >= args.MaxResults {
 			continue
 		}
-		p := res.files[i]
+		p := res.Files[i]
 		lastMatch := 0
-		for _, l := range h.lines {
-			if l.match && shown >= args.MaxResults {
+		for _, l := range h.Lines {
+			if l.Match && shown >= args.MaxResults {
 				break
 			}
-			if !l.match && lastMatch > 0 && l.n > lastMatch+args.Context && shown >= args.MaxResults {
+			if !l.Match && lastMatch > 0 && l.N > lastMatch+args.Context && shown >= args.MaxResults {
 				break // before-context of a match that is not shown
 			}
 			mark := len(body)
-			if args.Context > 0 && len(body) > 0 && (p != lastPath || l.n != lastNo+1) {
+			if args.Context > 0 && len(body) > 0 && (p != lastPath || l.N != lastNo+1) {
 				body = append(body, "--\n"...)
 			}
 			sep := "-"
-			if l.match {
+			if l.Match {
 				sep = ":"
 			}
 			body = append(body, p...)
 			body = append(body, sep...)
-			body = strconv.AppendInt(body, int64(l.n), 10)
+			body = strconv.AppendInt(body, int64(l.N), 10)
 			body = append(body, sep...)
 			body = append(body, ' ')
-			body = append(body, l.text...)
+			body = append(body, l.Text...)
 			body = append(body, '\n')
 			if len(body) > room && shown > 0 {
 				// Whole matches only: drop this line and the context
@@ -377,19 +360,19 @@ func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts
 				budgetHit = true
 				break
 			}
-			if l.match {
+			if l.Match {
 				shown++
-				lastMatch = l.n
+				lastMatch = l.N
 				afterMatch = len(body)
 			}
-			lastPath, lastNo = p, l.n
+			lastPath, lastNo = p, l.N
 		}
 	}
 
 	var b strings.Builder
-	timedOut := !res.complete
+	timedOut := !res.Complete
 	if total == 0 {
-		b.WriteString(noMatches(args, scope, len(res.files), res.searched, timedOut))
+		b.WriteString(noMatches(args, scope, len(res.Files), res.Searched, timedOut))
 	} else {
 		fmt.Fprintf(&b, "%s in %s", countNoun(total, "match", "matches"), countNoun(inFiles, "file", "files"))
 		if shown < total {
@@ -399,11 +382,11 @@ func renderSearch(args searchCodeArgs, scope searchScope, res searchResult, opts
 	}
 	if timedOut {
 		inside := ""
-		if res.cut > 0 {
-			inside = fmt.Sprintf(" (it stopped inside %d more)", res.cut)
+		if res.Cut > 0 {
+			inside = fmt.Sprintf(" (it stopped inside %d more)", res.Cut)
 		}
 		fmt.Fprintf(&b, "Partial results: the search timed out after %s having searched %d of %d files%s, so there may be more matches. Narrow it with path or include, or use a pattern with a plain-text part.\n",
-			budget, res.searched, len(res.files), inside)
+			budget, res.Searched, len(res.Files), inside)
 	}
 	if binary+huge+unread > 0 {
 		var parts []string

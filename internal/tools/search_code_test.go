@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/askrepo/askrepo/internal/search"
 )
 
 // searchFixture is a real git checkout with the cases search must get
@@ -169,8 +171,8 @@ func TestSearchCodeErrors(t *testing.T) {
 	}{
 		{name: "invalid JSON", input: `{"pattern": 3}`, want: []string{"arguments are not valid JSON or have the wrong type", `"pattern" must be string`}},
 		{name: "empty input", input: ``, want: []string{`"pattern" is empty`}},
-		{name: "lookahead", input: `{"pattern": "foo(?=bar)"}`, is: errPatternSyntax, want: []string{"invalid or unsupported Perl syntax: `(?=`", "RE2 syntax", "lookahead", "literal=true"}},
-		{name: "unbalanced paren", input: `{"pattern": "NewParseError("}`, is: errPatternSyntax, want: []string{"missing closing )", "literal=true"}},
+		{name: "lookahead", input: `{"pattern": "foo(?=bar)"}`, is: search.ErrSyntax, want: []string{"invalid or unsupported Perl syntax: `(?=`", "RE2 syntax", "lookahead", "literal=true"}},
+		{name: "unbalanced paren", input: `{"pattern": "NewParseError("}`, is: search.ErrSyntax, want: []string{"missing closing )", "literal=true"}},
 		{name: "outside", input: `{"pattern": "x", "path": "../etc"}`, is: ErrOutside, want: []string{"outside the workspace"}},
 		{name: "absolute outside", input: `{"pattern": "x", "path": "/etc/passwd"}`, is: ErrOutside},
 		{name: "denied file", input: `{"pattern": "TOKEN", "path": ".env"}`, is: ErrDenied, want: []string{"deny-list"}},
@@ -230,8 +232,8 @@ func TestSearchCodeLongLineCut(t *testing.T) {
 	if !strings.HasPrefix(shown, "…a") || !strings.Contains(shown, "é… [line cut, 7006 bytes long]") {
 		t.Errorf("the cut line has no markers on both ends:\n%s", shown)
 	}
-	if len(shown) > maxSearchLineLen+60 {
-		t.Errorf("cut line is %d bytes, want about %d", len(shown), maxSearchLineLen)
+	if len(shown) > search.MaxLineLen+60 {
+		t.Errorf("cut line is %d bytes, want about %d", len(shown), search.MaxLineLen)
 	}
 }
 

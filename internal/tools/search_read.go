@@ -2,19 +2,12 @@ package tools
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
-)
+	"path/filepath"
 
-// fileReader reads the files of one search for one worker. It is not safe
-// for concurrent use; each worker has its own.
-type fileReader interface {
-	// read reads the whole file rel into buf (reusing its storage) or says
-	// why it was skipped.
-	read(rel string, buf []byte, maxSize int64) ([]byte, skipKind)
-	close()
-}
+	"github.com/askrepo/askrepo/internal/search"
+)
 
 // openReader reads through Workspace.Open: every check the wall has, at
 // the cost of walking the path component by component for each file.
@@ -22,51 +15,37 @@ type openReader struct {
 	open func(rel string) (*os.File, fs.FileInfo, error)
 }
 
-func (r openReader) close() {}
+func (r openReader) Close() {}
 
-func (r openReader) read(rel string, buf []byte, maxSize int64) ([]byte, skipKind) {
+func (r openReader) Read(rel string, buf []byte, maxSize int64) ([]byte, search.Skip) {
 	f, info, err := r.open(rel)
 	switch {
 	case errors.Is(err, ErrNotRegular), errors.Is(err, ErrDenied):
 		// A symlink to a directory or to a secret: nothing to search,
 		// and nothing worth reporting.
-		return buf, skipSilently
+		return buf, search.SkipSilently
 	case err != nil:
-		return buf, skipUnreadable
+		return buf, search.SkipUnreadable
 	}
 	defer f.Close()
 	if info.Size() > maxSize {
-		return buf, skipHuge
+		return buf, search.SkipHuge
 	}
-	return readAll(f, buf, info.Size(), maxSize)
+	return search.ReadAll(f, buf, info.Size(), maxSize)
 }
 
-// readAll reads f to its end into buf, like os.ReadFile but into a reused
-// buffer sized from the file's size.
-func readAll(f io.Reader, buf []byte, size, maxSize int64) ([]byte, skipKind) {
-	if want := int(size) + 1; cap(buf) < want {
-		buf = make([]byte, 0, want)
+// readers returns how the job's workers read files: through a root on the
+// checkout opened for this search when the fast path is available (see
+// dirReader), else through Workspace.Open.
+func (s *SearchCode) readers() (newReader func() search.FileReader, closeRoot func()) {
+	var root *os.Root
+	real, err := filepath.EvalSymlinks(s.ws.Dir())
+	if err == nil {
+		root, _ = os.OpenRoot(real)
 	}
-	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, notSkipped
-		}
-		if err != nil {
-			return buf, skipUnreadable
-		}
-		if int64(len(buf)) == size {
-			// As much as fstat promised: done, without the extra
-			// read(2) that would only report EOF. A file still being
-			// written is searched as it was a moment ago.
-			return buf, notSkipped
-		}
-		if int64(len(buf)) > maxSize {
-			return buf, skipHuge // it grew while we read it
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
+	closeRoot = func() {}
+	if root != nil {
+		closeRoot = func() { root.Close() }
 	}
+	return func() search.FileReader { return newSearchReader(root, real, s.ws.Open) }, closeRoot
 }

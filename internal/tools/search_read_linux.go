@@ -7,6 +7,8 @@ import (
 	"path"
 	"strconv"
 	"syscall"
+
+	"github.com/askrepo/askrepo/internal/search"
 )
 
 // Workspace.Open walks every path through the os.Root one component at a
@@ -44,14 +46,14 @@ type dirReader struct {
 
 // newSearchReader returns a reader for one worker. ok is false when the
 // fast path cannot be used here (no /proc): then Workspace.Open is used.
-func newSearchReader(root *os.Root, real string, open func(string) (*os.File, fs.FileInfo, error)) fileReader {
+func newSearchReader(root *os.Root, real string, open func(string) (*os.File, fs.FileInfo, error)) search.FileReader {
 	if root == nil {
 		return openReader{open: open}
 	}
 	return &dirReader{root: root, real: real, fallback: openReader{open: open}, dirFD: -1}
 }
 
-func (r *dirReader) close() {
+func (r *dirReader) Close() {
 	r.closeDir()
 	if r.top != nil {
 		r.top.Close()
@@ -105,7 +107,7 @@ func openat(dirFD int, name string, flags int) (int, error) {
 	}
 }
 
-func (r *dirReader) read(rel string, buf []byte, maxSize int64) ([]byte, skipKind) {
+func (r *dirReader) Read(rel string, buf []byte, maxSize int64) ([]byte, search.Skip) {
 	dir, name := path.Split(rel)
 	if len(dir) > 0 {
 		dir = dir[:len(dir)-1]
@@ -114,23 +116,23 @@ func (r *dirReader) read(rel string, buf []byte, maxSize int64) ([]byte, skipKin
 		r.switchDir(dir)
 	}
 	if r.dirFD < 0 || name == "" {
-		return r.fallback.read(rel, buf, maxSize)
+		return r.fallback.Read(rel, buf, maxSize)
 	}
 	fd, err := openat(r.dirFD, name, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC)
 	if err != nil {
 		// ELOOP: a symlink, which Open follows inside the checkout and
 		// checks against the deny-list. Other errors: Open explains.
-		return r.fallback.read(rel, buf, maxSize)
+		return r.fallback.Read(rel, buf, maxSize)
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return buf, skipUnreadable
+		return buf, search.SkipUnreadable
 	}
 	if st.Size > maxSize {
-		return buf, skipHuge
+		return buf, search.SkipHuge
 	}
-	return readAll(fdReader(fd), buf, st.Size, maxSize)
+	return search.ReadAll(fdReader(fd), buf, st.Size, maxSize)
 }
 
 // fdReader reads a raw descriptor, without the poller registration an

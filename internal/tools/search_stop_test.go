@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/search"
 )
 
 // pathologicalFile writes a file of a few lines about 600 KB long each:
@@ -46,7 +48,7 @@ func TestSearchCodeStopsInsideAFile(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			if n := liveSearchWorkers.Load(); n != 0 {
+			if n := search.LiveWorkers(); n != 0 {
 				t.Errorf("%d search workers still running after Run returned", n)
 			}
 			// A generous bound: it proves the search stopped, not how fast.
@@ -78,7 +80,7 @@ func TestSearchCodeStopsAtTheCallDeadline(t *testing.T) {
 	if took := time.Since(began); took > 7*time.Second {
 		t.Errorf("Run took %s with a 2s deadline", took)
 	}
-	if n := liveSearchWorkers.Load(); n != 0 {
+	if n := search.LiveWorkers(); n != 0 {
 		t.Errorf("%d search workers still running after Run returned", n)
 	}
 	for _, want := range []string{"Partial results: the search timed out after 2s", "(it stopped inside 1 more)"} {
@@ -102,7 +104,7 @@ func TestSearchCodeCanceledInsideAFile(t *testing.T) {
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("Run took %s after being cancelled at 200ms", took)
 	}
-	if n := liveSearchWorkers.Load(); n != 0 {
+	if n := search.LiveWorkers(); n != 0 {
 		t.Errorf("%d search workers still running after Run returned", n)
 	}
 }
@@ -130,7 +132,7 @@ func TestSearchCodePatternTooComplex(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := runSearch(t, s, map[string]any{"pattern": tt.pattern})
-			if !errors.Is(err, errPatternTooComplex) {
+			if !errors.Is(err, search.ErrTooComplex) {
 				t.Fatalf("Run = %q, %v; want a too-complex error", out, err)
 			}
 			msg := err.Error()
@@ -146,8 +148,8 @@ func TestSearchCodePatternTooComplex(t *testing.T) {
 	}
 	// What a model usually writes stays well inside the limit.
 	for _, p := range []string{`\w+Error\(`, `[0-9a-f]{40}`, `(?i)func (New|Make)[A-Z]\w*\(`, strings.Join(names[:40], "|")} {
-		if _, err := compileSearch(p, false, true); err != nil {
-			t.Errorf("compileSearch(%q) = %v", p, err)
+		if _, err := search.Compile(p, false, true); err != nil {
+			t.Errorf("search.Compile(%q) = %v", p, err)
 		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/askrepo/askrepo/internal/search"
 )
 
 // Deny-listing a path keeps a secret file's name out of every tool, but git
@@ -551,19 +553,19 @@ func (w *Workspace) refuseSecret(ctx context.Context, asked string, f io.ReaderA
 // secretFilter skips, silently as a denied file, every file a search
 // reads whose content is a secret blob.
 type secretFilter struct {
-	fileReader
+	search.FileReader
 	set    *secretBlobs
 	ws     *Workspace
 	staged stagedSet
 }
 
-func (r secretFilter) read(rel string, buf []byte, maxSize int64) ([]byte, skipKind) {
+func (r secretFilter) Read(rel string, buf []byte, maxSize int64) ([]byte, search.Skip) {
 	if r.staged.holds(r.ws, rel) {
-		return buf, skipSilently
+		return buf, search.SkipSilently
 	}
-	buf, skip := r.fileReader.read(rel, buf, maxSize)
-	if skip == notSkipped && r.set.holds(buf) {
-		return buf, skipSilently
+	buf, skip := r.FileReader.Read(rel, buf, maxSize)
+	if skip == search.NotSkipped && r.set.holds(buf) {
+		return buf, search.SkipSilently
 	}
 	return buf, skip
 }
@@ -584,13 +586,13 @@ func (w *Workspace) secretFilter(ctx context.Context) (secretFilter, error) {
 
 // wrap wraps a search's readers in the filter; with no secret blobs they
 // are left as they are.
-func (f secretFilter) wrap(newReader func() fileReader) func() fileReader {
+func (f secretFilter) wrap(newReader func() search.FileReader) func() search.FileReader {
 	if f.set.empty() {
 		return newReader
 	}
-	return func() fileReader {
+	return func() search.FileReader {
 		r := f
-		r.fileReader = newReader()
+		r.FileReader = newReader()
 		return r
 	}
 }

@@ -1,4 +1,4 @@
-package tools
+package search
 
 import (
 	"bytes"
@@ -11,6 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 )
+
+// benchMaxFileSize is the search tool's default limit: larger files are
+// skipped by a search, so they are left out of the corpus too.
+const benchMaxFileSize = 2 << 20
 
 // benchCorpus loads the Go distribution's net/ and go/ source trees (a few
 // MB of real code, found through `go env GOROOT`) into memory, so the
@@ -28,7 +32,7 @@ func benchCorpus(b *testing.B) (files [][]byte, size int64) {
 				return err
 			}
 			data, err := os.ReadFile(p)
-			if err != nil || len(data) > DefaultSearchMaxFileSize || bytes.IndexByte(data[:min(len(data), binarySniffLen)], 0) >= 0 {
+			if err != nil || len(data) > benchMaxFileSize || bytes.IndexByte(data[:min(len(data), binarySniffLen)], 0) >= 0 {
 				return err
 			}
 			files = append(files, data)
@@ -60,7 +64,7 @@ func BenchmarkSearchEngine(b *testing.B) {
 	files, size := benchCorpus(b)
 	for _, p := range benchPatterns {
 		b.Run(p.name, func(b *testing.B) {
-			m, err := compileSearch(p.pattern, p.literal, p.ignoreCase)
+			m, err := Compile(p.pattern, p.literal, p.ignoreCase)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -83,7 +87,7 @@ func BenchmarkSearchPlainRegexp(b *testing.B) {
 	files, size := benchCorpus(b)
 	for _, p := range benchPatterns {
 		b.Run(p.name, func(b *testing.B) {
-			m, err := compileSearch(p.pattern, p.literal, p.ignoreCase)
+			m, err := Compile(p.pattern, p.literal, p.ignoreCase)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package tools
+package search
 
 import (
 	"math/rand/v2"
@@ -71,7 +71,7 @@ func TestNFAMatchesRegexp(t *testing.T) {
 			t.Fatalf("compileNFA(%q) refused", p)
 		}
 		re := regexp.MustCompile("(?m)" + p)
-		m := &searchMatcher{re: re, nfa: n}
+		m := &Matcher{re: re, nfa: n}
 		for range 300 {
 			var lines []string
 			for range r.IntN(6) {

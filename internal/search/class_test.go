@@ -1,4 +1,4 @@
-package tools
+package search
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package tools
+package search
 
 import (
 	"bytes"
@@ -78,11 +78,11 @@ func plainLines(re *regexp.Regexp, buf []byte) []int {
 	return got
 }
 
-func engineLines(m *searchMatcher, buf []byte) []int {
+func engineLines(m *Matcher, buf []byte) []int {
 	return engineLinesStoppable(m, buf, nil)
 }
 
-func engineLinesStoppable(m *searchMatcher, buf []byte, stop *atomic.Bool) []int {
+func engineLinesStoppable(m *Matcher, buf []byte, stop *atomic.Bool) []int {
 	var got []int
 	m.eachLine(buf, stop, func(ml matchLine) bool {
 		got = append(got, bytes.Count(buf[:ml.start], []byte{'\n'})+1)
@@ -95,7 +95,7 @@ func engineLinesStoppable(m *searchMatcher, buf []byte, stop *atomic.Bool) []int
 // finds different lines than the plain per-line regexp.
 func checkAgainstPlain(t *testing.T, pattern string, ignoreCase bool, buf []byte) {
 	t.Helper()
-	m, err := compileSearch(pattern, false, ignoreCase)
+	m, err := Compile(pattern, false, ignoreCase)
 	if err != nil {
 		return
 	}
@@ -141,7 +141,7 @@ func TestSearchMatchesPlainRegexp(t *testing.T) {
 		`ab`, `abc`, `Error\(`, `\w+Error\(`, `a.c`, `a\sb`, `a[^x]b`, `^ab`, `ab$`, `^$`, `x*`,
 		`\bab\b`, `a\nb`, `(ab)+c`, `(?:ab|abc)d`, `[A-Z][a-z]+[0-9]{2,}`, `k`, `sk`, `ks\w`,
 		`e\x{FFFD}`, `\x{FFFD}`, `[0-9][0-9]`, `\d\d+x`, `[xy]z+[0-9]{2}`, `(?i)k[0-9]{2}`, `[a-c]1[2-3]+`, `\s\d\d`, `é`, `ÉA`, `\r`, `b\r$`, `.`, `(a|b)c+`, `S.K`, `Ab[Cc]`, `\s+$`,
-		// Run by the byte automaton (search_nfa.go), with and without a prefilter.
+		// Run by the byte automaton (nfa.go), with and without a prefilter.
 		`[a-c]+[0-9]`, `[ab]|[0-9]{2}`, `a.*b`, `(?s)a.*c`, `.*é.*`, `é+A`, `^[a-c]+$`, `^\w+`, `\w+$`,
 		`\s\w`, `(a|bc)*1`, `[A-Z][a-z]+`, `(?i)[a-c]e`, `(?i)é`, `(?i)a[0-9]?c`, `A\d*$`, `^(ab|c)`, `a.*\x{FFFD}`,
 		`[^a]b`, `a.b`, `a.+b`, `\r$`, `x|`, `\x{212A}`, `\z`, `\Aa`, `b\z`, `(?s).\z`,
