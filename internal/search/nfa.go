@@ -199,37 +199,9 @@ func (g *glushkov) build(re *syntax.Regexp) (fragment, bool) {
 	case syntax.OpEmptyMatch:
 		return fragment{nullable: true}, true
 	case syntax.OpLiteral:
-		f := fragment{nullable: true}
-		for _, r := range re.Rune {
-			runes := []rune{r}
-			if re.Flags&syntax.FoldCase != 0 {
-				for o := unicode.SimpleFold(r); o != r; o = unicode.SimpleFold(o) {
-					runes = append(runes, o)
-				}
-			}
-			rf, ok := g.runes(runes)
-			if !ok {
-				return fragment{}, false
-			}
-			f = g.sequence(f, rf)
-		}
-		return f, true
+		return g.literal(re)
 	case syntax.OpCharClass:
-		var runes []rune
-		wide := 0
-		for i := 0; i < len(re.Rune); i += 2 {
-			lo, hi := re.Rune[i], re.Rune[i+1]
-			if hi >= utf8.RuneSelf {
-				// Such as [^a] or \pL: far too many runes to spell out.
-				if wide += int(hi - max(lo, utf8.RuneSelf) + 1); wide > maxClassRunes {
-					return fragment{}, false
-				}
-			}
-			for r := lo; r <= hi; r++ {
-				runes = append(runes, r)
-			}
-		}
-		return g.runes(runes)
+		return g.charClass(re)
 	case syntax.OpCapture:
 		return g.build(re.Sub[0])
 	case syntax.OpConcat:
@@ -283,6 +255,46 @@ func (g *glushkov) build(re *syntax.Regexp) (fragment, bool) {
 	// Assertions inside the pattern, ".", non-ASCII classes, OpRepeat
 	// (Simplify expands it), and anything else.
 	return fragment{}, false
+}
+
+// literal builds the sequence of re's runes, each with its case forms
+// when re folds case.
+func (g *glushkov) literal(re *syntax.Regexp) (fragment, bool) {
+	f := fragment{nullable: true}
+	for _, r := range re.Rune {
+		runes := []rune{r}
+		if re.Flags&syntax.FoldCase != 0 {
+			for o := unicode.SimpleFold(r); o != r; o = unicode.SimpleFold(o) {
+				runes = append(runes, o)
+			}
+		}
+		rf, ok := g.runes(runes)
+		if !ok {
+			return fragment{}, false
+		}
+		f = g.sequence(f, rf)
+	}
+	return f, true
+}
+
+// charClass builds the fragment matching any rune of a class, refusing
+// one with more than maxClassRunes non-ASCII runes.
+func (g *glushkov) charClass(re *syntax.Regexp) (fragment, bool) {
+	var runes []rune
+	wide := 0
+	for i := 0; i < len(re.Rune); i += 2 {
+		lo, hi := re.Rune[i], re.Rune[i+1]
+		if hi >= utf8.RuneSelf {
+			// Such as [^a] or \pL: far too many runes to spell out.
+			if wide += int(hi - max(lo, utf8.RuneSelf) + 1); wide > maxClassRunes {
+				return fragment{}, false
+			}
+		}
+		for r := lo; r <= hi; r++ {
+			runes = append(runes, r)
+		}
+	}
+	return g.runes(runes)
 }
 
 // step advances the live positions d over byte c.
