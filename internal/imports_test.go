@@ -41,6 +41,9 @@ func TestImportRules(t *testing.T) {
 		{"internal/search imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/search" && strings.HasPrefix(dep, mod+"internal/")
 		}},
+		{"only tests import the internal/gitexec/gitexectest kit", func(pkg, dep string) bool {
+			return dep == mod+"internal/gitexec/gitexectest"
+		}},
 		{"internal/llm imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/llm" && strings.HasPrefix(dep, mod+"internal/")
 		}},

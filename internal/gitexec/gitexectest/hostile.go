@@ -1,39 +1,14 @@
-// Package gitexectest builds git repositories for tests: a plain one, and a
-// hostile one whose config names a program for every key that can run one.
+// Package gitexectest builds git repositories for tests: histories with
+// fixed identities and dates (Repo, Commit), a bare file:// remote to push
+// to and clone (Remote), a plain repository, and a hostile one whose config
+// names a program for every key that can run one. Only tests import it.
 package gitexectest
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
-
-// Git runs git for a test with no user or system config and a fixed
-// identity, and fails the test on error. It is deliberately not hardened:
-// it builds fixtures.
-func Git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	env := []string{}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = append(env,
-		"GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
-		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
-	)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // Hostile is a repository whose .git/config (and a file it includes)
 // sets every key that makes git run a program — fsmonitor, hooks,
