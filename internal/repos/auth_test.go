@@ -173,8 +173,8 @@ func gitHTTP(t *testing.T, root string, creds ...string) *httptest.Server {
 func TestTokenOverHTTP(t *testing.T) {
 	up := newRemote(t)
 	sha := up.commit("main", map[string]string{"f": "1"})
-	srv := gitHTTP(t, filepath.Dir(up.bare), "x-access-token:good-token-1234", "alice:url-token-5678")
-	base := srv.URL + "/" + filepath.Base(up.bare)
+	srv := gitHTTP(t, filepath.Dir(up.Bare), "x-access-token:good-token-1234", "alice:url-token-5678")
+	base := srv.URL + "/" + filepath.Base(up.Bare)
 	env := map[string]string{"GOOD": "good-token-1234", "BAD": "bad-token-9999"}
 	data := t.TempDir()
 	m := newManager(t, []Spec{

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
 
 // TestLeaseCite checks an answer against a cloned checkout at the lease's
@@ -147,7 +149,7 @@ func TestChoose(t *testing.T) {
 func TestLeaseCiteHidesDeniedFiles(t *testing.T) {
 	up := newRemote(t)
 	for name, target := range map[string]string{"notes.txt": ".env", "vault": "secrets", "passwd": "/etc/passwd", "up": "../.."} {
-		if err := os.Symlink(target, filepath.Join(up.work, name)); err != nil {
+		if err := os.Symlink(target, filepath.Join(up.Dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,7 +237,7 @@ func TestLeaseCiteLocalCheckout(t *testing.T) {
 	up := newRemote(t)
 	up.commit("main", map[string]string{"README.md": "one\ntwo\n", "main.go": "package main\n\nfunc main() {}\n"})
 	dir := filepath.Join(t.TempDir(), "app")
-	git(t, filepath.Dir(dir), "clone", "--quiet", up.URL, dir)
+	gitexectest.Git(t, filepath.Dir(dir), "clone", "--quiet", up.URL, dir)
 	m := newManager(t, []Spec{{Name: "app", Path: dir, Channels: []string{"*"}, WebURL: "https://github.com/acme/app"}}, Options{})
 	cite := func(answer string) (Checked, *Lease) {
 		t.Helper()
@@ -279,8 +281,8 @@ func TestLeaseCiteLocalCheckout(t *testing.T) {
 	}
 
 	// Committed but not pushed: nothing is linked, context lines included.
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "--quiet", "-m", "local")
+	gitexectest.Git(t, dir, "add", "-A")
+	gitexectest.Git(t, dir, "commit", "--quiet", "-m", "local")
 	c, l = cite(answer)
 	if l.Commit == pushed {
 		t.Fatal("the lease did not move to the local commit")
@@ -295,7 +297,7 @@ func TestLeaseCiteLocalCheckout(t *testing.T) {
 	}
 
 	// Pushed: linked again, at the new commit.
-	git(t, dir, "push", "--quiet", "origin", "HEAD:main")
+	gitexectest.Git(t, dir, "push", "--quiet", "origin", "HEAD:main")
 	c, l = cite(answer)
 	if !strings.Contains(c.Markdown, "[new.go:1](https://github.com/acme/app/blob/"+l.Commit+"/new.go#L1)") || len(c.Notes) != 0 {
 		t.Errorf("pushed commit: got %q %q, want new.go linked and no notes", c.Markdown, c.Notes)
@@ -309,10 +311,10 @@ func TestLeaseCiteLocalRunsNoFilter(t *testing.T) {
 	up := newRemote(t)
 	up.commit("main", map[string]string{"main.go": "package main\n", ".gitattributes": "* filter=own\n"})
 	dir := filepath.Join(t.TempDir(), "app")
-	git(t, filepath.Dir(dir), "clone", "--quiet", up.URL, dir)
+	gitexectest.Git(t, filepath.Dir(dir), "clone", "--quiet", up.URL, dir)
 	marker := filepath.Join(t.TempDir(), "ran")
-	git(t, dir, "config", "filter.own.clean", "touch "+marker+"; cat")
-	git(t, dir, "config", "filter.own.smudge", "cat")
+	gitexectest.Git(t, dir, "config", "filter.own.clean", "touch "+marker+"; cat")
+	gitexectest.Git(t, dir, "config", "filter.own.smudge", "cat")
 	future := time.Now().Add(time.Hour)
 	if err := os.Chtimes(filepath.Join(dir, "main.go"), future, future); err != nil {
 		t.Fatal(err)

@@ -4,74 +4,22 @@ import (
 	"bytes"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
 
-// git runs git for a test, with no user or system config, and fails the
-// test on error.
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
-		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
-	)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+// remote is the kit's bare file:// repository with a work tree; commit
+// is the one change these tests make: files on a branch, pushed.
+type remote struct{ *gitexectest.Remote }
 
-// remote is a bare repository in a temp dir reached by a file:// URL, with
-// a work clone to commit through.
-type remote struct {
-	t    testing.TB
-	bare string
-	work string
-	URL  string
-}
-
-func newRemote(t testing.TB) *remote {
-	t.Helper()
-	base := t.TempDir()
-	r := &remote{t: t, bare: filepath.Join(base, "remote.git"), work: filepath.Join(base, "work")}
-	git(t, base, "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
-	git(t, base, "init", "--quiet", "--initial-branch=main", r.work)
-	r.URL = "file://" + r.bare
-	return r
-}
+func newRemote(t testing.TB) remote { return remote{gitexectest.NewRemote(t)} }
 
 // commit writes files (path → content) on branch and pushes; it returns
 // the new commit's SHA.
-func (r *remote) commit(branch string, files map[string]string) string {
-	r.t.Helper()
-	if cur := git(r.t, r.work, "symbolic-ref", "--short", "HEAD"); cur != branch {
-		if exec.Command("git", "-C", r.work, "show-ref", "--verify", "--quiet", "refs/heads/"+branch).Run() == nil {
-			git(r.t, r.work, "checkout", "--quiet", branch)
-		} else {
-			git(r.t, r.work, "checkout", "--quiet", "-b", branch)
-		}
-	}
-	for p, c := range files {
-		full := filepath.Join(r.work, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			r.t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-	git(r.t, r.work, "add", "-A")
-	git(r.t, r.work, "commit", "--quiet", "-m", "change")
-	git(r.t, r.work, "push", "--quiet", "--force", r.bare, "HEAD:refs/heads/"+branch)
-	return git(r.t, r.work, "rev-parse", "HEAD")
+func (r remote) commit(branch string, files map[string]string) string {
+	return r.Push(branch, gitexectest.Commit{Write: files})
 }
 
 func readFile(t testing.TB, path string) string {

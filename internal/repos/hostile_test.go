@@ -97,10 +97,10 @@ func TestHostileRemoteRunsNothing(t *testing.T) {
 func TestPathRepositoryGitFileElsewhere(t *testing.T) {
 	other := newRemote(t)
 	other.commit("main", map[string]string{"secret-history.txt": "x"})
-	git(t, other.work, "remote", "add", "origin", "https://github.com/acme/other.git")
+	gitexectest.Git(t, other.Dir, "remote", "add", "origin", "https://github.com/acme/other.git")
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("mine\n"), 0o644)
-	os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+filepath.Join(other.work, ".git")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+filepath.Join(other.Dir, ".git")+"\n"), 0o644)
 
 	var logs logBuffer
 	m := newManager(t, []Spec{{Name: "local", Path: dir, Channels: []string{"*"}}}, Options{Logger: newLogger(&logs)})

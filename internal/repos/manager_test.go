@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/cite"
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/tools"
 	"github.com/google/go-cmp/cmp"
 )
@@ -68,7 +69,7 @@ func TestCloneThenSync(t *testing.T) {
 	if _, _, err := l.Workspace.Open(".git"); !errors.Is(err, tools.ErrDenied) {
 		t.Errorf("Workspace.Open(.git) = %v, want ErrDenied", err)
 	}
-	if head := git(t, l.Dir, "rev-parse", "HEAD"); head != first {
+	if head := gitexectest.Git(t, l.Dir, "rev-parse", "HEAD"); head != first {
 		t.Errorf("HEAD in Dir = %s, want %s", head, first)
 	}
 	if l.Remote != up.URL || l.Branch != "main" {
@@ -156,7 +157,7 @@ func TestNeverMidTurn(t *testing.T) {
 	if bad := <-readerDone; bad != "" {
 		t.Errorf("the running turn saw a change: %s", bad)
 	}
-	if head := git(t, turn.Dir, "rev-parse", "HEAD"); head != first {
+	if head := gitexectest.Git(t, turn.Dir, "rev-parse", "HEAD"); head != first {
 		t.Errorf("held lease HEAD = %s, want %s", head, first)
 	}
 	if _, err := os.Stat(filepath.Join(turn.Dir, "b.txt")); !errors.Is(err, fs.ErrNotExist) {
@@ -225,7 +226,7 @@ func TestFetchFailureKeepsCheckout(t *testing.T) {
 	spec := []Spec{{Name: "r", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
 	m := newManager(t, spec, Options{DataDir: data, OnSync: rec.record, Logger: newLogger(&logs)})
 
-	if err := os.RemoveAll(up.bare); err != nil {
+	if err := os.RemoveAll(up.Bare); err != nil {
 		t.Fatal(err)
 	}
 	err := m.SyncNow(t.Context(), "r")
@@ -273,8 +274,8 @@ func TestCloneFailureAtStart(t *testing.T) {
 	good.commit("main", map[string]string{"a": "1"})
 	later := newRemote(t)
 	// The remote's directory is missing until the test "fixes" it.
-	hidden := later.bare + ".hidden"
-	if err := os.Rename(later.bare, hidden); err != nil {
+	hidden := later.Bare + ".hidden"
+	if err := os.Rename(later.Bare, hidden); err != nil {
 		t.Fatal(err)
 	}
 	m := newManager(t, []Spec{
@@ -298,7 +299,7 @@ func TestCloneFailureAtStart(t *testing.T) {
 		t.Errorf("Health = %+v, want good available, later unavailable with an error", h)
 	}
 
-	if err := os.Rename(hidden, later.bare); err != nil {
+	if err := os.Rename(hidden, later.Bare); err != nil {
 		t.Fatal(err)
 	}
 	sha := later.commit("main", map[string]string{"b": "2"})
@@ -380,12 +381,12 @@ func mustReadDir(t testing.TB, dir string) []os.DirEntry {
 // SyncNow does nothing, and neither Close nor Release ever deletes it.
 func TestLocalPath(t *testing.T) {
 	dir := t.TempDir()
-	git(t, dir, "init", "--quiet", "--initial-branch=main")
-	git(t, dir, "remote", "add", "origin", "https://bob:s3cr3t-pass@github.com/acme/payments.git")
+	gitexectest.Git(t, dir, "init", "--quiet", "--initial-branch=main")
+	gitexectest.Git(t, dir, "remote", "add", "origin", "https://bob:s3cr3t-pass@github.com/acme/payments.git")
 	os.WriteFile(filepath.Join(dir, "x.go"), []byte("package x\n"), 0o644)
-	git(t, dir, "add", "x.go")
-	git(t, dir, "commit", "--quiet", "-m", "one")
-	one := git(t, dir, "rev-parse", "HEAD")
+	gitexectest.Git(t, dir, "add", "x.go")
+	gitexectest.Git(t, dir, "commit", "--quiet", "-m", "one")
+	one := gitexectest.Git(t, dir, "rev-parse", "HEAD")
 
 	m := newManager(t, []Spec{{Name: "local", Path: dir, Channels: []string{"*"}}}, Options{})
 	l := acquire(t, m, "local")
@@ -401,8 +402,8 @@ func TestLocalPath(t *testing.T) {
 	if err := m.SyncNow(t.Context(), "local"); err != nil {
 		t.Errorf("SyncNow(local) = %v, want nil", err)
 	}
-	git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "two")
-	two := git(t, dir, "rev-parse", "HEAD")
+	gitexectest.Git(t, dir, "commit", "--quiet", "--allow-empty", "-m", "two")
+	two := gitexectest.Git(t, dir, "rev-parse", "HEAD")
 	l2 := acquire(t, m, "local")
 	if l2.Commit != two {
 		t.Errorf("second lease Commit = %s, want %s", l2.Commit, two)
@@ -542,8 +543,8 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	up := newRemote(b)
 	up.commit("main", map[string]string{"f": "1"})
 	local := b.TempDir()
-	git(b, local, "init", "--quiet")
-	git(b, local, "commit", "--quiet", "--allow-empty", "-m", "x")
+	gitexectest.Git(b, local, "init", "--quiet")
+	gitexectest.Git(b, local, "commit", "--quiet", "--allow-empty", "-m", "x")
 	m := newManager(b, []Spec{
 		{Name: "url", URL: up.URL, Channels: []string{"*"}},
 		{Name: "local", Path: local, Channels: []string{"*"}},
@@ -568,8 +569,8 @@ func BenchmarkAcquireRelease(b *testing.B) {
 func TestRunRetriesCloneWithBackoff(t *testing.T) {
 	up := newRemote(t)
 	up.commit("main", map[string]string{"f": "1"})
-	hidden := up.bare + ".hidden"
-	if err := os.Rename(up.bare, hidden); err != nil {
+	hidden := up.Bare + ".hidden"
+	if err := os.Rename(up.Bare, hidden); err != nil {
 		t.Fatal(err)
 	}
 	m := newManager(t, []Spec{{Name: "r", URL: up.URL, Channels: []string{"*"}}}, Options{SyncEvery: time.Minute})
@@ -614,7 +615,7 @@ func TestRunRetriesCloneWithBackoff(t *testing.T) {
 	}
 
 	s := next()
-	if err := os.Rename(hidden, up.bare); err != nil {
+	if err := os.Rename(hidden, up.Bare); err != nil {
 		t.Fatal(err)
 	}
 	s.fire <- time.Now() // this attempt clones
