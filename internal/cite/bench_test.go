@@ -4,19 +4,20 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
 
 // BenchmarkCheckRewrite measures a realistic answer: 30 citations over 20
 // files of a real git repository (a few hallucinated or out of range),
 // found, checked with one git process, and rewritten.
 func BenchmarkCheckRewrite(b *testing.B) {
-	dir := b.TempDir()
-	git(b, dir, "init", "-q", "-b", "main")
+	repo := gitexectest.Init(b, "")
 	for i := range 20 {
-		writeFile(b, dir, fmt.Sprintf("internal/pkg%d/file%d.go", i%5, i), lines(200+i*50))
+		writeFile(b, repo.Dir, fmt.Sprintf("internal/pkg%d/file%d.go", i%5, i), lines(200+i*50))
 	}
-	git(b, dir, "add", "-A")
-	git(b, dir, "commit", "-q", "-m", "files")
+	repo.Commit(gitexectest.Commit{Message: "files"})
+	dir := repo.Dir
 	g, err := NewGitChecker(b.Context(), dir, "main")
 	if err != nil {
 		b.Fatal(err)

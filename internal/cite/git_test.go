@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,55 +20,34 @@ type testRepo struct {
 	first, second string
 }
 
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
+// writeFile creates name (a slash path) under dir with content.
 func writeFile(t testing.TB, dir, name, content string) {
 	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	gitexectest.WriteFiles(t, dir, map[string]string{name: content})
 }
 
 func lines(n int) string { return strings.Repeat("line\n", n) }
 
 func newTestRepo(t testing.TB) testRepo {
 	t.Helper()
-	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
-	writeFile(t, dir, "internal/a.go", lines(10))
-	writeFile(t, dir, "README.md", "one\ntwo") // no trailing newline
-	writeFile(t, dir, "empty.txt", "")
-	writeFile(t, dir, "docs/my notes.md", lines(3))
-	writeFile(t, dir, "--output=x", lines(1))
-	writeFile(t, dir, "internal/_gen_/x.go", lines(4))
-	if err := os.Symlink("internal/a.go", filepath.Join(dir, "link.go")); err != nil {
+	r := gitexectest.Init(t, "")
+	r.Write(map[string]string{
+		"internal/a.go":       lines(10),
+		"README.md":           "one\ntwo", // no trailing newline
+		"empty.txt":           "",
+		"docs/my notes.md":    lines(3),
+		"--output=x":          lines(1),
+		"internal/_gen_/x.go": lines(4),
+	})
+	if err := os.Symlink("internal/a.go", filepath.Join(r.Dir, "link.go")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "out")); err != nil {
+	if err := os.Symlink("/etc/passwd", filepath.Join(r.Dir, "out")); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "first")
-	first := git(t, dir, "rev-parse", "HEAD")
-	writeFile(t, dir, "internal/b.go", lines(5))
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "second")
-	return testRepo{dir: dir, first: first, second: git(t, dir, "rev-parse", "HEAD")}
+	first := r.Commit(gitexectest.Commit{Message: "first"})
+	second := r.Commit(gitexectest.Commit{Message: "second", Write: map[string]string{"internal/b.go": lines(5)}})
+	return testRepo{dir: r.Dir, first: first, second: second}
 }
 
 func TestGitChecker(t *testing.T) {
