@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
 
 // histRepo is a git repository with a known history: fixed authors and
@@ -31,29 +33,21 @@ func (r histRepo) short(t testing.TB, subject string) string {
 	return s[:8]
 }
 
-// histGit runs git for a fixture: no machine config, nothing inherited
-// from GIT_* variables a test may have set to attack the tools.
+// histGit runs a fixture's git command with extra environment (see
+// gitexectest.Run) and returns its output.
 func histGit(t testing.TB, dir string, env []string, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	cmd := exec.Command("git", append([]string{"-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return gitexectest.Run(t, dir, gitexectest.Opts{Env: env}, args...)
 }
 
+// histGitIn is histGit with stdin instead of extra environment.
+func histGitIn(t testing.TB, dir, stdin string, args ...string) string {
+	t.Helper()
+	return gitexectest.Run(t, dir, gitexectest.Opts{Stdin: stdin}, args...)
+}
+
+// histCommit is a gitexectest.Commit in the short form the history
+// tables here use; every file, ignored or not, is committed.
 type histCommit struct {
 	who, date, msg string
 	write          map[string]string
@@ -161,25 +155,12 @@ func secretRenameFixture(t testing.TB) histRepo {
 // histCommits makes the commits in order and returns subject -> sha.
 func histCommits(t testing.TB, dir string, commits []histCommit) map[string]string {
 	t.Helper()
+	repo := gitexectest.Open(t, dir)
 	shas := map[string]string{}
 	for _, c := range commits {
-		name, email, _ := strings.Cut(c.who, " <")
-		email = strings.TrimSuffix(email, ">")
-		env := []string{
-			"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email, "GIT_AUTHOR_DATE=" + c.date,
-			"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email, "GIT_COMMITTER_DATE=" + c.date,
-		}
-		wsWriteFiles(t, dir, c.write)
-		for _, r := range c.remove {
-			histGit(t, dir, env, "rm", "-q", "--", r)
-		}
-		if c.rename[0] != "" {
-			histGit(t, dir, env, "mv", "--", c.rename[0], c.rename[1])
-		}
-		histGit(t, dir, env, "add", "-A", "-f", ".")
-		histGit(t, dir, env, "commit", "-q", "-m", c.msg)
 		subject, _, _ := strings.Cut(c.msg, "\n")
-		shas[subject] = strings.TrimSpace(histGit(t, dir, nil, "rev-parse", "HEAD"))
+		shas[subject] = repo.Commit(gitexectest.Commit{Message: c.msg, Author: c.who, Date: c.date,
+			Write: c.write, Remove: c.remove, Rename: c.rename, Force: true})
 	}
 	return shas
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -198,13 +197,7 @@ func gitFastImport(t *testing.T, dir string, messages []string) {
 	for i, msg := range messages {
 		fmt.Fprintf(&s, "commit refs/heads/main\ncommitter Alice Example <alice@example.com> %d +0000\ndata %d\n%s\n", 1700000000+i*60, len(msg), msg)
 	}
-	cmd := exec.Command("git", "fast-import", "--quiet")
-	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	cmd.Stdin = strings.NewReader(s.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git fast-import: %v\n%s", err, out)
-	}
+	histGitIn(t, dir, s.String(), "fast-import", "--quiet")
 	histGit(t, dir, nil, "checkout", "-q", "main")
 }
 

@@ -2,8 +2,6 @@ package tools
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -69,18 +67,4 @@ func BenchmarkSecretBlobs(b *testing.B) {
 			b.Fatalf("%d secret blobs, want 59", len(set.ids))
 		}
 	}
-}
-
-// histGitIn is histGit with stdin; it returns git's output.
-func histGitIn(tb testing.TB, dir, stdin string, args ...string) string {
-	tb.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.Output()
-	if err != nil {
-		tb.Fatalf("git %s: %v", strings.Join(args, " "), err)
-	}
-	return string(out)
 }

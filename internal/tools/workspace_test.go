@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,20 +16,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
 
 // wsWriteFiles creates files (slash paths → contents) under dir.
 func wsWriteFiles(t testing.TB, dir string, files map[string]string) {
 	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gitexectest.WriteFiles(t, dir, files)
 }
 
 func wsSymlink(t testing.TB, target, link string) {
@@ -43,18 +36,10 @@ func wsSymlink(t testing.TB, target, link string) {
 	}
 }
 
-// wsGit runs git in dir with a config that ignores the machine's.
+// wsGit runs a fixture's git command in dir (see gitexectest.Git).
 func wsGit(t testing.TB, dir string, args ...string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	gitexectest.Git(t, dir, args...)
 }
 
 func wsNew(t testing.TB, dir string, opts WorkspaceOptions) *Workspace {

@@ -91,8 +91,11 @@ func Init(t testing.TB, dir string) *Repo {
 		t.Fatal(err)
 	}
 	Git(t, dir, "init", "--quiet")
-	return &Repo{t: t, Dir: dir}
+	return Open(t, dir)
 }
+
+// Open is a Repo for the existing work tree dir.
+func Open(t testing.TB, dir string) *Repo { return &Repo{t: t, Dir: dir} }
 
 // Git runs git in the repository; see the package's Git.
 func (r *Repo) Git(args ...string) string {
@@ -107,7 +110,8 @@ func (r *Repo) Write(files map[string]string) {
 }
 
 // Commit is one commit of a fixture's history. Its changes apply in the
-// order remove, rename, write; then everything in the work tree is staged.
+// order write, remove, rename (so a file written and renamed in one commit
+// moves with its new content); then everything in the work tree is staged.
 type Commit struct {
 	Message string            // "change" when empty
 	Author  string            // "Name <email>", author and committer; Test's when empty
@@ -144,13 +148,13 @@ func (r *Repo) Commit(c Commit) string {
 		env = append(env, "GIT_AUTHOR_NAME="+name, "GIT_AUTHOR_EMAIL="+email,
 			"GIT_COMMITTER_NAME="+name, "GIT_COMMITTER_EMAIL="+email)
 	}
+	r.Write(c.Write)
 	for _, p := range c.Remove {
 		r.Git("rm", "-q", "--", p)
 	}
 	if c.Rename[0] != "" {
 		r.Git("mv", "--", c.Rename[0], c.Rename[1])
 	}
-	r.Write(c.Write)
 	add := []string{"add", "-A"}
 	if c.Force {
 		add = append(add, "-f", ".")
@@ -200,5 +204,5 @@ func (r *Remote) Clone(t testing.TB) *Repo {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "clone")
 	Git(t, filepath.Dir(dir), "clone", "--quiet", r.URL, dir)
-	return &Repo{t: t, Dir: dir}
+	return Open(t, dir)
 }
