@@ -8,15 +8,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 )
 
 // localClone clones up into a fresh directory, a local checkout with
 // origin/main, and returns its path.
-func localClone(t *testing.T, up *upstream) string {
+func localClone(t *testing.T, up upstream) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "app")
-	gitT(t, filepath.Dir(dir), "clone", "--quiet", up.url, dir)
+	gitexectest.Git(t, filepath.Dir(dir), "clone", "--quiet", up.URL, dir)
 	return dir
 }
 
@@ -59,8 +60,8 @@ func TestSlackAnswerCitationsAndLinks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitT(t, dir, "commit", "--quiet", "-am", "local")
-	local := gitT(t, dir, "rev-parse", "HEAD")
+	gitexectest.Git(t, dir, "commit", "--quiet", "-am", "local")
+	local := gitexectest.Git(t, dir, "rev-parse", "HEAD")
 	root = w.mention("C1", "and now?", "")
 	w.waitTurns(2)
 	text = w.answer("C1", root).AllText()
@@ -86,9 +87,9 @@ func TestAskLocalCheckoutCitations(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitT(t, dir, "add", "main.go")
-	gitT(t, dir, "commit", "--quiet", "-m", "local")
-	local := gitT(t, dir, "rev-parse", "HEAD")
+	gitexectest.Git(t, dir, "add", "main.go")
+	gitexectest.Git(t, dir, "commit", "--quiet", "-m", "local")
+	local := gitexectest.Git(t, dir, "rev-parse", "HEAD")
 	fake := newModel(t, nil, `{"content":"See main.go:1 and README.md:1; the key is in .env:7, not nothere.env:7."}`)
 	cfgFile := filepath.Join(t.TempDir(), "askrepo.yaml")
 	writeTestFile(t, cfgFile, fmt.Sprintf("repos:\n  - name: app\n    path: %s\n    web_url: https://github.com/acme/app\n    channels: [\"*\"]\n", dir))

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
 
 // Flags may come anywhere, as people type them; -- ends them, so a
@@ -127,10 +129,10 @@ func TestHelpPerCommand(t *testing.T) {
 // the go command records it.
 func TestVersion(t *testing.T) {
 	src := copyModule(t)
-	gitT(t, src, "init", "--quiet")
-	gitT(t, src, "add", "-A")
-	gitT(t, src, "commit", "--quiet", "-m", "build")
-	head := gitT(t, src, "rev-parse", "HEAD")
+	gitexectest.Git(t, src, "init", "--quiet")
+	gitexectest.Git(t, src, "add", "-A")
+	gitexectest.Git(t, src, "commit", "--quiet", "-m", "build")
+	head := gitexectest.Git(t, src, "rev-parse", "HEAD")
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name    string

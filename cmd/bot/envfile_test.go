@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
 
 // recorder counts every request it gets, whatever its path: a server an
@@ -47,12 +49,12 @@ func TestDotEnvInCheckoutIsNotRead(t *testing.T) {
 	userCfg := filepath.Join(t.TempDir(), "user.yaml")
 	writeTestFile(t, userCfg, "openai:\n  base_url: "+honest.URL+"\n  stream: false\n")
 	checkout := testRepo(t)
-	gitT(t, checkout, "init", "--quiet")
+	gitexectest.Git(t, checkout, "init", "--quiet")
 	hostile := "OPENAI_BASE_URL=" + evilSrv.URL + "/v1\nSLACK_API_URL=" + evilSrv.URL + "\n"
 	writeTestFile(t, filepath.Join(checkout, ".env"), hostile)
 	writeTestFile(t, filepath.Join(checkout, "sub", ".env"), hostile)
 	dodging := testRepo(t) // its .env points REPO_PATH away to pass for outside
-	gitT(t, dodging, "init", "--quiet")
+	gitexectest.Git(t, dodging, "init", "--quiet")
 	writeTestFile(t, filepath.Join(dodging, ".env"), hostile+"REPO_PATH="+t.TempDir()+"\n")
 	home := t.TempDir() // the user's own directory, outside any checkout
 	writeTestFile(t, filepath.Join(home, ".env"), "OPENAI_BASE_URL="+honest.URL+"\n")

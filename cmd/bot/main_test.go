@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 )
 
@@ -23,15 +24,7 @@ func testRepo(t *testing.T) string {
 		"retry/backoff.go": "package retry\n\n// Backoff doubles the wait.\nfunc Backoff(n int) int { return 1 << n }\n",
 		".env":             "SECRET=hunter2\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gitexectest.WriteFiles(t, dir, files)
 	return dir
 }
 

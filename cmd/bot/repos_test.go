@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
@@ -28,52 +28,19 @@ import (
 // and a scripted model server, so a test can push upstream and sync at
 // chosen moments.
 
-// upstream is a bare repository with a work clone to commit through.
-type upstream struct {
-	t    *testing.T
-	bare string
-	work string
-	url  string
-}
+// upstream is the kit's bare file:// repository with a work tree to
+// commit through.
+type upstream struct{ *gitexectest.Remote }
 
-func gitT(t *testing.T, dir string, args ...string) string {
+func newUpstream(t *testing.T, files map[string]string) (upstream, string) {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func newUpstream(t *testing.T, files map[string]string) (*upstream, string) {
-	base := t.TempDir()
-	u := &upstream{t: t, bare: filepath.Join(base, "up.git"), work: filepath.Join(base, "work")}
-	gitT(t, base, "init", "--quiet", "--bare", "--initial-branch=main", u.bare)
-	gitT(t, base, "init", "--quiet", "--initial-branch=main", u.work)
-	u.url = "file://" + u.bare
+	u := upstream{gitexectest.NewRemote(t)}
 	return u, u.commit(files)
 }
 
-// commit writes files, commits and pushes; it returns the commit's SHA.
-func (u *upstream) commit(files map[string]string) string {
-	u.t.Helper()
-	for p, c := range files {
-		full := filepath.Join(u.work, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			u.t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			u.t.Fatal(err)
-		}
-	}
-	gitT(u.t, u.work, "add", "-A")
-	gitT(u.t, u.work, "commit", "--quiet", "-m", "change")
-	gitT(u.t, u.work, "push", "--quiet", u.bare, "HEAD:refs/heads/main")
-	return gitT(u.t, u.work, "rev-parse", "HEAD")
+// commit writes files, commits and pushes main; it returns the commit's SHA.
+func (u upstream) commit(files map[string]string) string {
+	return u.Push("main", gitexectest.Commit{Write: files})
 }
 
 // newScriptModel starts a model (llmtest) whose replies come from a
@@ -247,7 +214,7 @@ func TestRepoTurnSeesOneCommit(t *testing.T) {
     url: %s
     web_url: https://github.com/acme/payments
     channels: [C1]
-`, up.url), model)
+`, up.URL), model)
 
 	root := w.mention("C1", "how are payments retried?", "")
 	select {
@@ -348,7 +315,7 @@ func TestRepoBinding(t *testing.T) {
   - name: ghost
     url: file:///nonexistent/ghost.git
     channels: [C9]
-`, pay.url, infra.url), model)
+`, pay.URL, infra.URL), model)
 
 	def := w.mention("C1", "where is retry?", "")
 	named := w.mention("C1", "in infra: how is it deployed?", "")
@@ -417,7 +384,7 @@ func TestRepoToolsRefuseOptions(t *testing.T) {
 		}
 		return answerMsg("Nothing to see."), nil
 	})
-	w := newRepoWorld(t, fmt.Sprintf("repos:\n  - name: r\n    url: %s\n    channels: [\"*\"]\n", up.url), model)
+	w := newRepoWorld(t, fmt.Sprintf("repos:\n  - name: r\n    url: %s\n    channels: [\"*\"]\n", up.URL), model)
 	root := w.mention("C1", "show me", "")
 	w.waitTurns(1)
 	results := w.toolResults(2)
@@ -454,7 +421,7 @@ func TestAskChecksCitations(t *testing.T) {
 	up, sha := newUpstream(t, map[string]string{"retry/backoff.go": "package retry\n\nfunc Backoff() {}\n"})
 	fake := newModel(t, nil, `{"content":"See retry/backoff.go:3, not retry/jitter.go:1."}`)
 	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_STREAM": "false",
-		"BOT_CONFIG": libConfig(t, up.url), "BOT_DATA_DIR": t.TempDir()})
+		"BOT_CONFIG": libConfig(t, up.URL), "BOT_DATA_DIR": t.TempDir()})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"ask", "in lib: how does backoff work?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())

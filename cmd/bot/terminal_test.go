@@ -228,7 +228,7 @@ func TestStreamedCitationsListed(t *testing.T) {
 		`{"content":"Let me look.","tool_calls":[{"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"retry/backoff.go\"}"}}]}`,
 		`{"content":"See retry/backoff.go:3, not retry/jitter.go:1 or retry/backoff.go:9."}`,
 	)
-	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "BOT_CONFIG": libConfig(t, up.url), "BOT_DATA_DIR": t.TempDir()})
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "BOT_CONFIG": libConfig(t, up.URL), "BOT_DATA_DIR": t.TempDir()})
 	var out, errOut bytes.Buffer
 	if err := run(t.Context(), []string{"ask", "how does backoff work?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
