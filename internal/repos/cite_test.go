@@ -264,8 +264,7 @@ func TestLeaseCiteLocalCheckout(t *testing.T) {
 
 	// Uncommitted: README.md grows, new.go appears. Both are checked as
 	// they are on disk, and neither is linked at a commit that lacks them.
-	writeFile(t, dir, "README.md", "one\ntwo\nthree\n")
-	writeFile(t, dir, "new.go", "package main\n")
+	gitexectest.WriteFiles(t, dir, map[string]string{"README.md": "one\ntwo\nthree\n", "new.go": "package main\n"})
 	c, l = cite(answer)
 	want = "See README.md:3, [main.go:3](" + blob + "main.go#L3) and new.go:1."
 	note := "uncommitted changes in cited files: lines may differ from " + pushed[:7]
@@ -319,7 +318,7 @@ func TestLeaseCiteLocalRunsNoFilter(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, "main.go"), future, future); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, "main.go", "package main\n\n// changed\n")
+	gitexectest.WriteFiles(t, dir, map[string]string{"main.go": "package main\n\n// changed\n"})
 	m := newManager(t, []Spec{{Name: "app", Path: dir, Channels: []string{"*"}, WebURL: "https://github.com/acme/app"}}, Options{})
 	l, err := m.Acquire(t.Context(), "app")
 	if err != nil {
@@ -335,16 +334,5 @@ func TestLeaseCiteLocalRunsNoFilter(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("checking citations ran the checkout's clean filter")
-	}
-}
-
-func writeFile(t testing.TB, dir, name, content string) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
