@@ -56,9 +56,10 @@ func NewGitCheckerFor(ctx context.Context, git gitexec.Git, rev string) (*GitChe
 	g := &GitChecker{git: git}
 	ctx, cancel := context.WithTimeout(ctx, g.timeout())
 	defer cancel()
-	var out, stderr bytes.Buffer
+	var out bytes.Buffer
+	stderr := &limitedBuffer{max: 4096}
 	cmd := g.command(ctx, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
-	cmd.Stdout, cmd.Stderr = &out, &limitedBuffer{max: 4096}
+	cmd.Stdout, cmd.Stderr = &out, stderr
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("git checker: resolve %q: %w", rev, ctx.Err())

@@ -189,3 +189,12 @@ func TestGitCheckerHostileRepository(t *testing.T) {
 		h.Check(t, "checking citations")
 	}
 }
+
+// NewGitCheckerFor says what git said when it cannot resolve the commit,
+// so a broken repository reads as that and not as an unfetched commit.
+func TestGitCheckerForSaysWhatGitSaid(t *testing.T) {
+	_, err := NewGitCheckerFor(t.Context(), gitexec.Git{Dir: t.TempDir()}, "main")
+	if err == nil || !strings.Contains(err.Error(), "not a git repository") {
+		t.Errorf("NewGitCheckerFor outside a repository = %v; want git's own words", err)
+	}
+}
