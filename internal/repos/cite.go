@@ -120,7 +120,7 @@ func (l *Lease) check(ctx context.Context, cs []cite.Citation) ([]cite.Result, e
 	if l.Web.Base != "" {
 		web = &l.Web
 	}
-	return cite.Check(ctx, cs, checker, web, l.Commit, cite.WithRepoName(l.Name), cite.WithHidden(func(p string) bool { return l.hidden(ctx, p) })), nil
+	return cite.Check(ctx, cs, checker, web, l.Commit, cite.WithRepoName(l.Name), cite.WithHidden(l.hidden(ctx))), nil
 }
 
 // hidden reports whether a cited path is one the tools would refuse to
@@ -130,23 +130,23 @@ func (l *Lease) check(ctx context.Context, cs []cite.Citation) ([]cite.Result, e
 // 1 line" would tell the channel that a secret file exists and how long
 // it is. The Workspace is the one judge of that, so the citations follow
 // the deny-list the tools follow, whatever it is configured to hold.
-func (l *Lease) hidden(ctx context.Context, p string) bool {
+func (l *Lease) hidden(ctx context.Context) func(p string) bool {
 	ws := l.Workspace
 	if ws == nil {
-		return false
-	}
-	if ws.Denied(p) {
-		return true
+		return func(string) bool { return false }
 	}
 	// Opened as read_file opens it: a secret's content under a public
 	// name is as hidden as the secret, and so is every file while the
-	// history cannot tell which content is secret.
-	f, _, err := ws.OpenContent(ctx, p)
-	if err == nil {
-		f.Close()
-		return false
+	// history cannot tell which content is secret. The secret blobs are
+	// read once for all the answer's citations.
+	content := ws.ContentCheck(ctx)
+	return func(p string) bool {
+		if ws.Denied(p) {
+			return true
+		}
+		err := content(p)
+		return errors.Is(err, tools.ErrDenied) || errors.Is(err, tools.ErrOutside) || errors.Is(err, tools.ErrSecretsUnknown)
 	}
-	return errors.Is(err, tools.ErrDenied) || errors.Is(err, tools.ErrOutside) || errors.Is(err, tools.ErrSecretsUnknown)
 }
 
 // keepLinks unlinks the results of a local checkout that a link would

@@ -1,7 +1,9 @@
 package repos
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -334,5 +336,49 @@ func TestLeaseCiteLocalRunsNoFilter(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("checking citations ran the checkout's clean filter")
+	}
+}
+
+// Checking an answer's citations reads the secret blobs once, not once
+// per cited path: twenty citations cost one git show-ref, not twenty.
+func TestLeaseCheckReadsSecretsOnce(t *testing.T) {
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	up := newRemote(t)
+	files := map[string]string{".env": "TOKEN=x\n"}
+	var answer strings.Builder
+	for i := range 20 {
+		name := fmt.Sprintf("f%02d.go", i)
+		files[name] = "package f\n"
+		fmt.Fprintf(&answer, "See %s:1. ", name)
+	}
+	up.commit("main", files)
+	dir := filepath.Join(t.TempDir(), "app")
+	gitexectest.Git(t, filepath.Dir(dir), "clone", "--quiet", up.URL, dir)
+	m := newManager(t, []Spec{{Name: "app", Path: dir, Channels: []string{"*"}}}, Options{})
+	l, err := m.Acquire(t.Context(), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	script := "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = show-ref ] && echo show-ref >> '" + calls + "'; done\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	c, err := l.CheckAnswer(t.Context(), answer.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Valid != 20 {
+		t.Fatalf("%d valid citations, want 20: %q", c.Valid, c.Markdown)
+	}
+	b, _ := os.ReadFile(calls)
+	if n := strings.Count(string(b), "show-ref"); n > 1 {
+		t.Errorf("checking 20 citations ran git show-ref %d times, want at most once", n)
 	}
 }

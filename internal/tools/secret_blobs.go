@@ -529,18 +529,19 @@ func (w *Workspace) OpenContent(ctx context.Context, rel string) (*os.File, fs.F
 // (working-tree-encoding in .gitattributes, ident), and the converted
 // bytes, which hash to nothing in the set, still read as the secret.
 func (w *Workspace) refuseSecret(ctx context.Context, asked string, f io.ReaderAt, size int64) error {
-	set, err := w.secretSet(ctx)
+	filter, err := w.secretFilter(ctx)
 	if err != nil {
 		return err
 	}
-	staged, err := w.stagedSecrets(ctx, set)
-	if err != nil {
-		return err
-	}
-	if staged.holds(w, asked) {
+	return filter.refuse(asked, f, size)
+}
+
+// refuse is refuseSecret with the secret blobs already read.
+func (r secretFilter) refuse(asked string, f io.ReaderAt, size int64) error {
+	if r.staged.holds(r.ws, asked) {
 		return deniedError(asked)
 	}
-	held, err := set.holdsReader(f, size)
+	held, err := r.set.holdsReader(f, size)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", asked, err)
 	}
@@ -548,6 +549,31 @@ func (w *Workspace) refuseSecret(ctx context.Context, asked string, f io.ReaderA
 		return deniedError(asked)
 	}
 	return nil
+}
+
+// ContentCheck returns what OpenContent would answer for a path, nil or
+// its error, without keeping the file open, for checking many paths at
+// once (the citations of an answer): the secret blobs are read once, not
+// once per path, and only if a path needs them. When they cannot be read,
+// every path that opens gets that error.
+func (w *Workspace) ContentCheck(ctx context.Context) func(rel string) error {
+	var (
+		once   sync.Once
+		filter secretFilter
+		ferr   error
+	)
+	return func(rel string) error {
+		f, fi, err := w.Open(rel)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		once.Do(func() { filter, ferr = w.secretFilter(ctx) })
+		if ferr != nil {
+			return ferr
+		}
+		return filter.refuse(rel, f, fi.Size())
+	}
 }
 
 // secretFilter skips, silently as a denied file, every file a search
