@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/askrepo/askrepo/internal/search"
 )
@@ -38,11 +37,11 @@ func (r openReader) Read(rel string, buf []byte, maxSize int64) ([]byte, search.
 // checkout opened for this search when the fast path is available (see
 // dirReader), else through Workspace.Open.
 func (s *SearchCode) readers() (newReader func() search.FileReader, closeRoot func()) {
-	var root *os.Root
-	real, err := filepath.EvalSymlinks(s.ws.Dir())
-	if err == nil {
-		root, _ = os.OpenRoot(real)
-	}
+	// The checkout as the Workspace resolved it when it was opened, so a
+	// symlink on its path re-pointed since cannot send the search to
+	// another tree than the one Open reads.
+	real := s.ws.real
+	root, _ := os.OpenRoot(real)
 	closeRoot = func() {}
 	if root != nil {
 		closeRoot = func() { root.Close() }
