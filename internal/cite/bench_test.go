@@ -22,7 +22,7 @@ func BenchmarkCheckRewrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	web := &Web{"https://github.com/acme/payments", KindGitHub}
+	web := &Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}
 	var md strings.Builder
 	md.WriteString("## Answer\n\nThe flow goes through these places:\n\n")
 	for i := range 30 {

@@ -38,7 +38,7 @@ func TestCheckAndRewrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	web := &Web{"https://github.com/acme/payments", KindGitHub}
+	web := &Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}
 	blob := "https://github.com/acme/payments/blob/" + repo.first + "/"
 	short := repo.first[:7]
 	tests := []struct {
@@ -158,7 +158,7 @@ func TestCheckDeduplicatesLookups(t *testing.T) {
 
 func TestCheckRepoNamePrefix(t *testing.T) {
 	c := &countingChecker{files: map[string]int{"internal/x.go": 10, "payments/keep.go": 3}}
-	web := &Web{"https://github.com/acme/payments", KindGitHub}
+	web := &Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}
 	in := "payments/internal/x.go:2, payments/keep.go:1, acme/payments/internal/x.go:3"
 	results := Check(t.Context(), Find(in), c, web, sha, WithRepoName("acme/payments"))
 	var got []string
@@ -184,7 +184,7 @@ func (failingChecker) Lines(context.Context, string) (int, error) {
 
 func TestCheckFailureIsNeitherLinkedNorFlagged(t *testing.T) {
 	in := "See internal/a.go:3 and `internal/b.go`."
-	results := Check(t.Context(), Find(in), failingChecker{}, &Web{"https://github.com/a/b", KindGitHub}, sha)
+	results := Check(t.Context(), Find(in), failingChecker{}, &Web{Base: "https://github.com/a/b", Kind: KindGitHub}, sha)
 	for _, r := range results {
 		if r.Valid || r.URL != "" || !errors.Is(r.Err, context.DeadlineExceeded) {
 			t.Errorf("%s: Valid=%v URL=%q Err=%v; want unchecked", r.Path, r.Valid, r.URL, r.Err)
@@ -200,7 +200,7 @@ func TestCheckFailureIsNeitherLinkedNorFlagged(t *testing.T) {
 
 func TestRewriteIgnoresStaleResults(t *testing.T) {
 	c := &countingChecker{files: map[string]int{"a/x.go": 10}}
-	results := Check(t.Context(), Find("a/x.go:3"), c, &Web{"https://github.com/a/b", KindGitHub}, sha)
+	results := Check(t.Context(), Find("a/x.go:3"), c, &Web{Base: "https://github.com/a/b", Kind: KindGitHub}, sha)
 	other := "nothing here at all"
 	if got := Rewrite(other, results); got != other {
 		t.Errorf("Rewrite applied a result to text it was not found in: %q", got)
@@ -214,7 +214,7 @@ func TestContextLineLink(t *testing.T) {
 	// A tool call's context line names a path and lines of its own; it is
 	// checked and linked the same way.
 	c := &countingChecker{files: map[string]int{"internal/retry/retry.go": 120}}
-	web := &Web{"https://github.com/acme/app", KindGitHub}
+	web := &Web{Base: "https://github.com/acme/app", Kind: KindGitHub}
 	r := Check(t.Context(), []Citation{{Path: "internal/retry/retry.go", Start: 40, End: 80}}, c, web, sha)[0]
 	want := "https://github.com/acme/app/blob/" + sha + "/internal/retry/retry.go#L40-L80"
 	if !r.Valid || r.URL != want {
@@ -277,7 +277,7 @@ func TestImportsNoInternalPackage(t *testing.T) {
 func TestCheckHiddenReadsAsMissing(t *testing.T) {
 	c := &countingChecker{files: map[string]int{".env": 1, "secrets/db.yaml": 2, "a/x.go": 10}}
 	hidden := func(p string) bool { return p == ".env" || strings.HasPrefix(p, "secrets/") }
-	web := &Web{"https://github.com/acme/app", KindGitHub}
+	web := &Web{Base: "https://github.com/acme/app", Kind: KindGitHub}
 	in := ".env:7 .env:1 secrets/db.yaml:9 a/x.go:3 gone.env:7 ../up.env:7"
 	results := Check(t.Context(), Find(in), c, web, sha, WithHidden(hidden))
 	if diff := cmp.Diff([]string{"a/x.go", "gone.env"}, c.calls); diff != "" {

@@ -21,7 +21,7 @@ func FuzzFindRewrite(f *testing.F) {
 		f.Add(s)
 	}
 	c := &countingChecker{files: map[string]int{"a/b.go": 5, "x/y.go": 3, "e.go": 20}}
-	web := &Web{"https://github.com/acme/payments", KindGitHub}
+	web := &Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}
 	f.Fuzz(func(t *testing.T, md string) {
 		cs := Find(md)
 		for _, ci := range cs {

@@ -28,6 +28,10 @@ const (
 type Web struct {
 	Base string
 	Kind Kind
+	// Prefix is where the checkout sits in the repository the web view
+	// shows ("" at its top, "sub/dir/" below it): cited paths are the
+	// checkout's, links need the repository's.
+	Prefix string
 }
 
 // kindNames maps what a config may say to a Kind.
@@ -214,7 +218,7 @@ func (w Web) Permalink(commit, path string, start, end int) string {
 		return ""
 	}
 	base := strings.TrimRight(w.Base, "/")
-	c, p := url.PathEscape(commit), escapePath(path)
+	c, p := url.PathEscape(commit), escapePath(w.Prefix+path)
 	if end < start {
 		end = start
 	}
@@ -245,7 +249,7 @@ func (w Web) TreeLink(commit, path string) string {
 		return ""
 	}
 	base := strings.TrimRight(w.Base, "/")
-	c, p := url.PathEscape(commit), escapePath(path)
+	c, p := url.PathEscape(commit), escapePath(strings.TrimSuffix(w.Prefix+path, "/"))
 	switch w.Kind {
 	case KindGitHub:
 		return base + "/tree/" + c + "/" + p

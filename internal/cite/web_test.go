@@ -13,22 +13,22 @@ func TestWebFromRemote(t *testing.T) {
 		want   Web
 		ok     bool
 	}{
-		{"https://github.com/acme/payments.git", Web{"https://github.com/acme/payments", KindGitHub}, true},
-		{"https://github.com/acme/payments", Web{"https://github.com/acme/payments", KindGitHub}, true},
-		{"https://github.com/acme/payments/", Web{"https://github.com/acme/payments", KindGitHub}, true},
-		{"git@github.com:acme/payments.git", Web{"https://github.com/acme/payments", KindGitHub}, true},
-		{"ssh://git@github.com/acme/payments.git", Web{"https://github.com/acme/payments", KindGitHub}, true},
-		{"ssh://git@gitlab.example.com:2222/group/sub/payments.git", Web{"https://gitlab.example.com/group/sub/payments", KindGitLab}, true},
-		{"https://gitlab.com/group/sub/deeper/payments.git", Web{"https://gitlab.com/group/sub/deeper/payments", KindGitLab}, true},
-		{"https://oauth2:glpat-SECRET@gitlab.com/group/payments.git", Web{"https://gitlab.com/group/payments", KindGitLab}, true},
-		{"https://user:ghp_SECRET@github.com/acme/payments", Web{"https://github.com/acme/payments", KindGitHub}, true},
-		{"https://x-access-token:SECRET@github.com/acme/payments.git", Web{"https://github.com/acme/payments", KindGitHub}, true},
-		{"git@bitbucket.org:acme/payments.git", Web{"https://bitbucket.org/acme/payments", KindBitbucket}, true},
-		{"https://codeberg.org/acme/payments.git", Web{"https://codeberg.org/acme/payments", KindGitea}, true},
-		{"http://gitea.local:3000/acme/payments.git", Web{"http://gitea.local:3000/acme/payments", KindGitea}, true},
-		{"git@forgejo.acme.dev:acme/payments.git", Web{"https://forgejo.acme.dev/acme/payments", KindGitea}, true},
-		{"https://github.acme.com/acme/payments.git", Web{"https://github.acme.com/acme/payments", KindGitHub}, true},
-		{"git://github.com/acme/payments.git", Web{"https://github.com/acme/payments", KindGitHub}, true},
+		{"https://github.com/acme/payments.git", Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}, true},
+		{"https://github.com/acme/payments", Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}, true},
+		{"https://github.com/acme/payments/", Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}, true},
+		{"git@github.com:acme/payments.git", Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}, true},
+		{"ssh://git@github.com/acme/payments.git", Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}, true},
+		{"ssh://git@gitlab.example.com:2222/group/sub/payments.git", Web{Base: "https://gitlab.example.com/group/sub/payments", Kind: KindGitLab}, true},
+		{"https://gitlab.com/group/sub/deeper/payments.git", Web{Base: "https://gitlab.com/group/sub/deeper/payments", Kind: KindGitLab}, true},
+		{"https://oauth2:glpat-SECRET@gitlab.com/group/payments.git", Web{Base: "https://gitlab.com/group/payments", Kind: KindGitLab}, true},
+		{"https://user:ghp_SECRET@github.com/acme/payments", Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}, true},
+		{"https://x-access-token:SECRET@github.com/acme/payments.git", Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}, true},
+		{"git@bitbucket.org:acme/payments.git", Web{Base: "https://bitbucket.org/acme/payments", Kind: KindBitbucket}, true},
+		{"https://codeberg.org/acme/payments.git", Web{Base: "https://codeberg.org/acme/payments", Kind: KindGitea}, true},
+		{"http://gitea.local:3000/acme/payments.git", Web{Base: "http://gitea.local:3000/acme/payments", Kind: KindGitea}, true},
+		{"git@forgejo.acme.dev:acme/payments.git", Web{Base: "https://forgejo.acme.dev/acme/payments", Kind: KindGitea}, true},
+		{"https://github.acme.com/acme/payments.git", Web{Base: "https://github.acme.com/acme/payments", Kind: KindGitHub}, true},
+		{"git://github.com/acme/payments.git", Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}, true},
 		{"https://git.acme.internal/acme/payments.git", Web{}, false},
 		{"/srv/repos/payments.git", Web{}, false},
 		{"file:///srv/repos/payments.git", Web{}, false},
@@ -52,7 +52,7 @@ func TestWebFromRemote(t *testing.T) {
 
 func TestWebFromRemoteAs(t *testing.T) {
 	got, err := WebFromRemoteAs("git@git.acme.internal:acme/payments.git", "forgejo")
-	if err != nil || got != (Web{"https://git.acme.internal/acme/payments", KindGitea}) {
+	if err != nil || got != (Web{Base: "https://git.acme.internal/acme/payments", Kind: KindGitea}) {
 		t.Errorf("got %+v, %v", got, err)
 	}
 	if _, err := WebFromRemoteAs("git@git.acme.internal:acme/payments.git", ""); err == nil || !strings.Contains(err.Error(), "give its kind") {
@@ -70,9 +70,9 @@ func TestParseWeb(t *testing.T) {
 		want    Web
 		wantErr string
 	}{
-		{"https://github.com/acme/payments", "", Web{"https://github.com/acme/payments", KindGitHub}, ""},
-		{"https://git.acme.internal/acme/payments/", "gitea", Web{"https://git.acme.internal/acme/payments", KindGitea}, ""},
-		{"https://code.acme.internal/group/sub/payments.git", "GitLab", Web{"https://code.acme.internal/group/sub/payments", KindGitLab}, ""},
+		{"https://github.com/acme/payments", "", Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}, ""},
+		{"https://git.acme.internal/acme/payments/", "gitea", Web{Base: "https://git.acme.internal/acme/payments", Kind: KindGitea}, ""},
+		{"https://code.acme.internal/group/sub/payments.git", "GitLab", Web{Base: "https://code.acme.internal/group/sub/payments", Kind: KindGitLab}, ""},
 		{"https://git.acme.internal/acme/payments", "", Web{}, "set it to github"},
 		{"https://user:pw@github.com/acme/payments", "", Web{}, "credentials"},
 		{"ftp://github.com/acme/payments", "", Web{}, "https://"},
@@ -105,10 +105,10 @@ func TestParseWeb(t *testing.T) {
 }
 
 func TestPermalink(t *testing.T) {
-	gh := Web{"https://github.com/acme/payments", KindGitHub}
+	gh := Web{Base: "https://github.com/acme/payments", Kind: KindGitHub}
 	gl, _ := WebFromRemote("ssh://git@gitlab.example.com:2222/group/sub/payments.git")
-	bb := Web{"https://bitbucket.org/acme/payments", KindBitbucket}
-	gt := Web{"https://gitea.example.com/acme/payments", KindGitea}
+	bb := Web{Base: "https://bitbucket.org/acme/payments", Kind: KindBitbucket}
+	gt := Web{Base: "https://gitea.example.com/acme/payments", Kind: KindGitea}
 	cb, _ := WebFromRemote("git@codeberg.org:acme/payments.git")
 	tests := []struct {
 		name       string
@@ -129,7 +129,7 @@ func TestPermalink(t *testing.T) {
 		{"codeberg (forgejo)", cb, "main.go", 3, 3, "https://codeberg.org/acme/payments/src/commit/" + sha + "/main.go#L3"},
 		{"escaped segments", gh, "docs/my notes/#1?(draft)/café.md", 2, 0,
 			"https://github.com/acme/payments/blob/" + sha + "/docs/my%20notes/%231%3F%28draft%29/caf%C3%A9.md#L2"},
-		{"unknown kind", Web{"https://git.acme.internal/a/b", ""}, "x.go", 1, 1, ""},
+		{"unknown kind", Web{Base: "https://git.acme.internal/a/b"}, "x.go", 1, 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,14 +148,26 @@ func TestTreeLink(t *testing.T) {
 		web  Web
 		want string
 	}{
-		{Web{"https://github.com/a/b", KindGitHub}, "https://github.com/a/b/tree/" + sha + "/internal/tools"},
-		{Web{"https://gitlab.com/g/s/b", KindGitLab}, "https://gitlab.com/g/s/b/-/tree/" + sha + "/internal/tools"},
-		{Web{"https://bitbucket.org/a/b", KindBitbucket}, "https://bitbucket.org/a/b/src/" + sha + "/internal/tools/"},
-		{Web{"https://codeberg.org/a/b", KindGitea}, "https://codeberg.org/a/b/src/commit/" + sha + "/internal/tools"},
+		{Web{Base: "https://github.com/a/b", Kind: KindGitHub}, "https://github.com/a/b/tree/" + sha + "/internal/tools"},
+		{Web{Base: "https://gitlab.com/g/s/b", Kind: KindGitLab}, "https://gitlab.com/g/s/b/-/tree/" + sha + "/internal/tools"},
+		{Web{Base: "https://bitbucket.org/a/b", Kind: KindBitbucket}, "https://bitbucket.org/a/b/src/" + sha + "/internal/tools/"},
+		{Web{Base: "https://codeberg.org/a/b", Kind: KindGitea}, "https://codeberg.org/a/b/src/commit/" + sha + "/internal/tools"},
 	}
 	for _, tt := range tests {
 		if got := tt.web.TreeLink(sha, "internal/tools"); got != tt.want {
 			t.Errorf("%s TreeLink = %q, want %q", tt.web.Kind, got, tt.want)
 		}
+	}
+}
+
+// A checkout below the top of its repository cites its own paths; the
+// links put its place in the repository before them.
+func TestWebPrefix(t *testing.T) {
+	w := Web{Base: "https://github.com/acme/app", Kind: KindGitHub, Prefix: "sub/dir/"}
+	if got, want := w.Permalink("abc", "main.go", 3, 3), "https://github.com/acme/app/blob/abc/sub/dir/main.go#L3"; got != want {
+		t.Errorf("Permalink = %q, want %q", got, want)
+	}
+	if got, want := w.TreeLink("abc", ""), "https://github.com/acme/app/tree/abc/sub/dir"; got != want {
+		t.Errorf("TreeLink of the checkout = %q, want %q", got, want)
 	}
 }

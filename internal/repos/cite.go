@@ -224,7 +224,7 @@ func (l *Lease) changedSince(ctx context.Context, files []string) (map[string]bo
 		return nil, nil
 	}
 	// Literal pathspecs: a cited name such as ":(glob)**" is a name.
-	args := append([]string{"--literal-pathspecs", "ls-tree", "-z", "--full-tree", l.Commit, "--"}, files...)
+	args := append([]string{"--literal-pathspecs", "ls-tree", "-z", l.Commit, "--"}, files...)
 	out, err := l.git.run(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list cited files at %s: %w", shortSHA(l.Commit), err)

@@ -382,3 +382,27 @@ func TestLeaseCheckReadsSecretsOnce(t *testing.T) {
 		t.Errorf("checking 20 citations ran git show-ref %d times, want at most once", n)
 	}
 }
+
+// A path checkout below the top of its repository checks its citations at
+// its own paths and links them at the repository's: a clean one is not
+// reported dirty, and its links carry its place in the repository.
+func TestLeaseCiteSubdirectoryCheckout(t *testing.T) {
+	up := newRemote(t)
+	up.commit("main", map[string]string{"sub/main.go": "package main\n\nfunc main() {}\n", "top.go": "package top\n"})
+	dir := filepath.Join(t.TempDir(), "app")
+	gitexectest.Git(t, filepath.Dir(dir), "clone", "--quiet", up.URL, dir)
+	m := newManager(t, []Spec{{Name: "app", Path: filepath.Join(dir, "sub"), Channels: []string{"*"}, WebURL: "https://github.com/acme/app"}}, Options{})
+	l, err := m.Acquire(t.Context(), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	c, err := l.CheckAnswer(t.Context(), "See main.go:3.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "See [main.go:3](https://github.com/acme/app/blob/" + l.Commit + "/sub/main.go#L3)."
+	if c.Markdown != want || len(c.Notes) != 0 {
+		t.Errorf("subdirectory checkout:\n got %q %q\nwant %q, no notes", c.Markdown, c.Notes, want)
+	}
+}

@@ -397,6 +397,9 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 		if g, err := m.localGit(ctx, s.ws); err == nil {
 			l.git = g
 			l.Commit = m.localCommit(ctx, s.ws)
+			// A checkout below the top of its repository cites its own
+			// paths; its links need the repository's.
+			l.Web.Prefix, _ = s.ws.GitPrefix(ctx)
 		}
 		if l.Commit != "" && l.Web.Base != "" {
 			l.unpushed = l.pushedNote(ctx)

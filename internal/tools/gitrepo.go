@@ -60,6 +60,13 @@ func (w *Workspace) gitLayout(ctx context.Context) (prefix, common string, ok bo
 	return w.repo.prefix, w.repo.common, w.repo.layout
 }
 
+// GitPrefix is where the checkout sits in its repository: "" at its top,
+// "sub/dir/" below it; ok is false when git is off for the checkout.
+func (w *Workspace) GitPrefix(ctx context.Context) (prefix string, ok bool) {
+	prefix, _, ok = w.gitLayout(ctx)
+	return prefix, ok
+}
+
 // Git returns the hardened git runner for the checkout, with --git-dir and
 // --work-tree pinned to its own repository, so no later call re-discovers
 // it. The repository is found and checked on the first call (see
