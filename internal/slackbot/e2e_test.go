@@ -65,7 +65,7 @@ func TestMentionPostsContextLinesThenAnswer(t *testing.T) {
 		t.Fatalf("model got %d requests, want 2", len(reqs))
 	}
 	first := reqs[0].Chat.Messages[len(reqs[0].Chat.Messages)-1].Content
-	if !strings.Contains(first, "repository: acme/widget") || !strings.HasSuffix(first, "what does this repo do?") || strings.Contains(first, "<@UBOT>") {
+	if !strings.Contains(first, "repository: "+testRepoName) || !strings.HasSuffix(first, "what does this repo do?") || strings.Contains(first, "<@UBOT>") {
 		t.Errorf("first user message = %q", first)
 	}
 
@@ -577,7 +577,7 @@ func TestHealthzFollowsTheSocket(t *testing.T) {
 
 func TestTokensCheckedAtStart(t *testing.T) {
 	t.Run("bot token as app token", func(t *testing.T) {
-		_, err := New(Config{BotToken: "xoxb-1", AppToken: "xoxb-1", Answerer: nopAnswerer{}, Store: session.NewMemory()})
+		_, err := New(Config{BotToken: "xoxb-1", AppToken: "xoxb-1", Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory()})
 		if err == nil || !strings.Contains(err.Error(), "xapp-") {
 			t.Fatalf("New = %v, want an error naming xapp-", err)
 		}
@@ -586,7 +586,7 @@ func TestTokensCheckedAtStart(t *testing.T) {
 		srv := slacktest.New()
 		t.Cleanup(srv.Close)
 		srv.FailAlways("apps.connections.open", slacktest.SlackError("not_allowed_token_type"))
-		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Answerer: nopAnswerer{}, Store: session.NewMemory()})
+		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -601,7 +601,7 @@ func TestTokensCheckedAtStart(t *testing.T) {
 		srv := slacktest.New()
 		t.Cleanup(srv.Close)
 		srv.FailAlways("auth.test", slacktest.SlackError("invalid_auth"))
-		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Answerer: nopAnswerer{}, Store: session.NewMemory()})
+		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -77,15 +75,12 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		store = session.NewMemory()
 	}
 
-	repo := t.TempDir()
-	writeFile(t, filepath.Join(repo, "README.md"), "# widget\n\nA widget service.\n")
-	writeFile(t, filepath.Join(repo, "main.go"), "package main\n\nfunc main() {}\n")
-	for name, content := range o.files {
-		writeFile(t, filepath.Join(repo, name), content)
+	files := map[string]string{
+		"README.md": "# widget\n\nA widget service.\n",
+		"main.go":   "package main\n\nfunc main() {}\n",
 	}
-	ws, err := tools.NewWorkspace(repo, tools.WorkspaceOptions{})
-	if err != nil {
-		t.Fatal(err)
+	for name, content := range o.files {
+		files[name] = content
 	}
 	// One root logger for every package, wired as cmd/bot wires it: each
 	// names itself.
@@ -99,20 +94,19 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err := agent.New(agent.Config{Model: model, Tools: tools.NewRegistry(tools.NewReadFile(ws), tools.NewListFiles(ws)), Logger: logger})
-	if err != nil {
-		t.Fatal(err)
+	// The agent over each turn's checkout, as cmd/bot builds it.
+	newAnswerer := func(ws *tools.Workspace) (Answerer, error) {
+		return agent.New(agent.Config{Model: model, Tools: tools.NewRegistry(tools.NewReadFile(ws), tools.NewListFiles(ws)), Logger: logger})
 	}
 	h := &harness{t: t, slack: srv, ai: ai, store: store, logs: logs, done: make(chan error, 1)}
 	cfg := Config{
 		BotToken:         slacktest.DefaultBotToken,
 		AppToken:         slacktest.DefaultAppToken,
 		APIURL:           srv.APIURL(),
-		Answerer:         ag,
+		Repos:            newTestRepos(t, files),
+		NewAnswerer:      newAnswerer,
 		Store:            h.store,
 		Model:            "fake-model",
-		RepoName:         "acme/widget",
-		Commit:           func(context.Context) (string, error) { return "0123456789abcdef", nil },
 		PostInterval:     time.Millisecond,
 		UpdateInterval:   time.Millisecond,
 		PostBurst:        1000,
@@ -240,13 +234,6 @@ func (h *harness) metrics() string {
 	rec := httptest.NewRecorder()
 	h.bot.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
-}
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.

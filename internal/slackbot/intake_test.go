@@ -53,7 +53,7 @@ func TestAdmitAfterShutdownStillQueuesFollowUp(t *testing.T) {
 		{"shutting down", "100.000400", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, Answerer: silentAnswerer{}, Store: st})
+			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(silentAnswerer{}), Store: st})
 			if err != nil {
 				t.Fatal(err)
 			}

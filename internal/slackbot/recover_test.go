@@ -27,7 +27,7 @@ func cutTurn(t *testing.T, srv *slacktest.Server, store session.Store, question 
 	key := session.Key{Team: slacktest.DefaultTeamID, Channel: "C1", Thread: ts}
 	ctx := t.Context()
 	tr := session.Turn{ID: "cut1", Key: key, User: "U1", Question: question, MsgTS: ts}
-	if err := store.StartTurn(ctx, tr, "acme/widget", llm.Message{Role: llm.RoleUser, Content: question}); err != nil {
+	if err := store.StartTurn(ctx, tr, testRepoName, llm.Message{Role: llm.RoleUser, Content: question}); err != nil {
 		t.Fatal(err)
 	}
 	step := []llm.Message{
@@ -167,7 +167,7 @@ func TestRecoveryOfAnAnsweredTurn(t *testing.T) {
 			key := cutTurn(t, srv, store, "what is widget?", session.TurnRunning, true)
 			if posted {
 				api := srv.Client()
-				for _, m := range AnswerMessages("**Answer** to: what is widget?", Footer{Steps: 2, Repo: "acme/widget"}) {
+				for _, m := range AnswerMessages("**Answer** to: what is widget?", Footer{Steps: 2, Repo: testRepoName}) {
 					opts := []slack.MsgOption{slack.MsgOptionTS(key.Thread), slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...)}
 					if _, _, err := api.PostMessageContext(t.Context(), "C1", opts...); err != nil {
 						t.Fatal(err)

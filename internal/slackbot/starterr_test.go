@@ -54,7 +54,7 @@ func TestStartBlamesTheTokenOnlyWhenSlackRefusesIt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs syncBuffer
-			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: tt.url, HTTPClient: tt.client, Answerer: nopAnswerer{}, Store: session.NewMemory(),
+			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: tt.url, HTTPClient: tt.client, Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory(),
 				Logger: logging.New(&logs, "json", slog.LevelDebug)})
 			if err != nil {
 				t.Fatal(err)
@@ -92,7 +92,7 @@ func TestAppTokenShapeSaysWhatOneLooksLike(t *testing.T) {
 		{"xoxp-1-secret", []string{"xapp-", "user token (xoxp-)"}, []string{"secret", "bot token"}},
 	}
 	for _, tt := range tests {
-		_, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: tt.token, Answerer: nopAnswerer{}, Store: session.NewMemory()})
+		_, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: tt.token, Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory()})
 		if err == nil {
 			t.Fatalf("New with app token %q = nil error", tt.token)
 		}
