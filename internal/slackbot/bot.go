@@ -23,8 +23,9 @@ import (
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
-// Answerer runs one turn of the agent. *agent.Agent satisfies it; tests plug
-// the real agent over a fake model server.
+// Answerer runs one turn of the agent over one checkout (see
+// Config.NewAnswerer). *agent.Agent satisfies it; tests plug the real agent
+// over a fake model server.
 type Answerer interface {
 	Run(ctx context.Context, history []llm.Message, user llm.Message, obs agent.Observer) (agent.Turn, error)
 }
@@ -32,8 +33,8 @@ type Answerer interface {
 var _ Answerer = (*agent.Agent)(nil)
 
 // Resumer finishes a turn cut off by a restart from its persisted history
-// (see agent.Agent.Resume). An Answerer that also implements it gets
-// RecoverResume; one that does not gets RecoverRerun instead.
+// (see agent.Agent.Resume). An Answerer that does not implement it is run
+// on the turn's question again instead.
 type Resumer interface {
 	Resume(ctx context.Context, history []llm.Message, obs agent.Observer) (agent.Turn, error)
 }
@@ -89,9 +90,8 @@ type Repos interface {
 
 var _ Repos = (*repos.Manager)(nil)
 
-// Config is everything the bot needs. Tokens, Store, and Answerer or Repos
-// with NewAnswerer are required; every other zero value means the default
-// named next to it.
+// Config is everything the bot needs. Tokens, Store, Repos and NewAnswerer
+// are required; every other zero value means the default named next to it.
 type Config struct {
 	// BotToken (xoxb-) authorises Web API calls.
 	BotToken string
@@ -104,11 +104,8 @@ type Config struct {
 	// HTTPClient is used for Web API calls; nil means http.DefaultClient.
 	HTTPClient *http.Client
 
-	// Answerer runs the agent over the one repository of RepoName and
-	// Commit, when Repos is not set. Store keeps sessions, turns and dedupe
-	// keys.
-	Answerer Answerer
-	Store    session.Store
+	// Store keeps sessions, turns and dedupe keys.
+	Store session.Store
 
 	// Shared, when set, makes this process one of several replicas over
 	// one store (see replicas): questions go through the store's thread
@@ -123,24 +120,18 @@ type Config struct {
 	Replica  string
 	LeaseTTL time.Duration
 
-	// Repos, when set, binds each thread to one repository (the channel's
-	// default, or the one the question names: "in payments: …") and gives
-	// each turn a lease on it, one commit from start to end; a channel
-	// that may read none is told the bot is not enabled there. The answer's
-	// citations are checked and linked at that commit, and context lines
-	// link the files the tools read. NewAnswerer builds the agent over a
-	// lease's workspace for each turn; it must give every repository the
-	// same tools in the same order, so the prompt cache holds across
-	// turns and threads. RepoName, Commit and Answerer are then unused.
+	// Repos binds each thread to one repository (the channel's default,
+	// or the one the question names: "in payments: …") and gives each
+	// turn a lease on it, one commit from start to end; a channel that may
+	// read none is told the bot is not enabled there. The repository's
+	// name and that commit go to the model in a session's first message
+	// and to the footer; the answer's citations are checked and linked at
+	// the commit, and context lines link the files the tools read.
+	// NewAnswerer builds the agent over a lease's workspace for each turn;
+	// it must give every repository the same tools in the same order, so
+	// the prompt cache holds across turns and threads.
 	Repos       Repos
 	NewAnswerer func(ws *tools.Workspace) (Answerer, error)
-
-	// RepoName names the repository in the footer and in the first message
-	// of a session, so the model knows what it is looking at.
-	RepoName string
-	// Commit reports the checkout's current commit, for the same reasons;
-	// nil or an error leaves it out.
-	Commit func(ctx context.Context) (string, error)
 
 	// Recovery is what happens at start to turns that a crash or a
 	// shutdown cut off: RecoverResume (default), RecoverRerun or
@@ -256,8 +247,8 @@ type Bot struct {
 	bg sync.WaitGroup // short background posts (refusals, hints)
 
 	// system and tools are what every request sends before the history,
-	// from the Answerer when it reports them; for estimates. With Repos
-	// they are taken from the first turn's Answerer (the same for every
+	// from the Answerer when it reports them; for estimates. They are
+	// taken from the first turn's Answerer (the same for every
 	// repository): prefixOnce guards the write, and every turn passes
 	// through it before reading them.
 	system     llm.Message
@@ -287,11 +278,11 @@ func New(cfg Config) (*Bot, error) {
 	case !strings.HasPrefix(cfg.AppToken, "xapp-"):
 		errs = append(errs, errors.New(appTokenShape(cfg.AppToken)))
 	}
-	switch {
-	case cfg.Repos != nil && cfg.NewAnswerer == nil:
-		errs = append(errs, errors.New("Repos without NewAnswerer: the bot cannot build an agent over a checkout"))
-	case cfg.Repos == nil && cfg.Answerer == nil:
-		errs = append(errs, errors.New("no Answerer: the bot has nothing to answer with"))
+	if cfg.Repos == nil {
+		errs = append(errs, errors.New("no Repos: the bot has no repository to answer about"))
+	}
+	if cfg.NewAnswerer == nil {
+		errs = append(errs, errors.New("no NewAnswerer: the bot cannot build an agent over a checkout"))
 	}
 	if cfg.Store == nil {
 		errs = append(errs, errors.New("no session Store"))
@@ -338,9 +329,6 @@ func New(cfg Config) (*Bot, error) {
 	if cfg.Calibrator == nil {
 		cfg.Calibrator = &budget.Calibrator{}
 	}
-	if _, ok := cfg.Answerer.(Resumer); !ok && cfg.Recovery == RecoverResume && cfg.Repos == nil {
-		cfg.Recovery = RecoverRerun
-	}
 
 	opts := []slack.Option{slack.OptionAppLevelToken(cfg.AppToken)}
 	if cfg.APIURL != "" {
@@ -376,9 +364,6 @@ func New(cfg Config) (*Bot, error) {
 		UpdateInterval: cfg.UpdateInterval,
 		Burst:          cfg.PostBurst,
 	})
-	if p, ok := cfg.Answerer.(prefixer); ok && cfg.Repos == nil {
-		b.system, b.tools = p.Prefix()
-	}
 	b.queue = newDispatcher(cfg.MaxConcurrent, m)
 	b.queue.run, b.queue.reject, b.queue.queued = b.runTurn, b.reject, b.markQueued
 	b.turnCtx, b.cancelTurn = context.WithCancelCause(context.Background())

@@ -12,7 +12,7 @@
 // once. A message acked by a process that died before its turn was stored
 // is still in the inbox, for the next start or another replica.
 //
-// With Config.Repos, each thread is bound to one repository (the channel's
+// Each thread is bound to one repository of Config.Repos (the channel's
 // default, or the one its first question names with "in NAME:"), and each
 // turn holds a lease on that repository's checkout from start to end: the
 // tools, the citations in the answer and the footer all see one commit.

@@ -84,7 +84,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 type health struct {
 	Status string `json:"status"` // "ok" or "unhealthy"
 	Error  string `json:"error,omitempty"`
-	// Repos is each repository's state, with Config.Repos. A repository
+	// Repos is each repository's state (Config.Repos). A repository
 	// whose fetches fail, or that never cloned, does not make the service
 	// unhealthy (other repos still answer, and a failed fetch keeps the
 	// last good checkout); its last_error says what went wrong.
@@ -103,9 +103,7 @@ func (b *Bot) HTTPHandler() http.Handler {
 		if err := b.Healthy(); err != nil {
 			h = health{Status: "unhealthy", Error: err.Error()}
 		}
-		if b.cfg.Repos != nil {
-			h.Repos = b.cfg.Repos.Health()
-		}
+		h.Repos = b.cfg.Repos.Health()
 		if h.Status != "ok" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}

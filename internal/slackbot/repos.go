@@ -26,10 +26,9 @@ const (
 
 const noteNotEnabled = "Sorry, I am not enabled here."
 
-// repoEnabled reports whether some repository serves in's channel. Without
-// Repos the one repository serves everywhere the allow-lists let the bot in.
+// repoEnabled reports whether some repository serves in's channel.
 func (b *Bot) repoEnabled(in inbound) bool {
-	return b.cfg.Repos == nil || len(b.cfg.Repos.ForChannel(in.Key.Channel)) > 0
+	return len(b.cfg.Repos.ForChannel(in.Key.Channel)) > 0
 }
 
 // binding is the repository a turn answers from, decided before anything
@@ -49,9 +48,6 @@ type binding struct {
 // thread, since one thread is one conversation about one repository.
 func (b *Bot) bind(ctx context.Context, j *job) (binding, error) {
 	in := j.in
-	if b.cfg.Repos == nil {
-		return binding{repo: b.cfg.RepoName, question: in.Text}, nil
-	}
 	sess, ok, err := b.cfg.Store.Session(ctx, in.Key)
 	if err != nil {
 		return binding{}, fmt.Errorf("load the thread's session: %w", err)
@@ -125,14 +121,14 @@ func sentence(s string) string {
 	return s
 }
 
-// checkout is the repository as one turn sees it: with Repos, a lease held
-// from the turn's start to its end, so every tool call, the citations and
-// the footer agree on one commit.
+// checkout is the repository as one turn sees it: a lease held from the
+// turn's start to its end, so every tool call, the citations and the
+// footer agree on one commit.
 type checkout struct {
 	repo   string
 	commit string
 	ans    Answerer
-	lease  *repos.Lease // nil without Config.Repos
+	lease  *repos.Lease
 	// notes say what the answer's citations cannot show (repos.Checked),
 	// for the footer.
 	notes []string
@@ -141,9 +137,6 @@ type checkout struct {
 // checkout leases repo for a turn and builds its agent. Release it when
 // the turn ends.
 func (b *Bot) checkout(ctx context.Context, repo string) (*checkout, error) {
-	if b.cfg.Repos == nil {
-		return &checkout{repo: repo, commit: b.commit(ctx), ans: b.cfg.Answerer}, nil
-	}
 	l, err := b.cfg.Repos.Acquire(ctx, repo)
 	if err != nil {
 		return nil, fmt.Errorf("lease repository %s: %w", repo, err)
@@ -162,7 +155,7 @@ func (b *Bot) checkout(ctx context.Context, repo string) (*checkout, error) {
 }
 
 func (c *checkout) release() {
-	if c != nil && c.lease != nil {
+	if c != nil {
 		c.lease.Release()
 	}
 }
@@ -171,9 +164,6 @@ func (c *checkout) release() {
 // the turn's commit, flags for what is not there. If the checkout cannot
 // be read the answer goes out as written, and the log says why.
 func (b *Bot) cite(ctx context.Context, c *checkout, answer string) string {
-	if c.lease == nil {
-		return answer
-	}
 	checked, err := c.lease.CheckAnswer(ctx, answer)
 	if err != nil {
 		b.log.Warn("check an answer's citations; posting it unchecked", "repo", c.repo, "commit", c.commit, "err", err)
@@ -190,7 +180,7 @@ func (b *Bot) cite(ctx context.Context, c *checkout, answer string) string {
 // lines it blamed, list_files to the directory. Other calls name no one
 // file, and a call that failed links nothing.
 func (c *checkout) link(ctx context.Context, call tools.Call, res tools.Result) string {
-	if c.lease == nil || res.IsError {
+	if res.IsError {
 		return ""
 	}
 	var a struct {

@@ -44,7 +44,8 @@ func TestCallLink(t *testing.T) {
 			}
 		})
 	}
-	if got := (&checkout{}).link(t.Context(), tools.Call{Name: tools.ReadFileName, Input: json.RawMessage(`{"path":"a.go"}`)}, tools.Result{}); got != "" {
-		t.Errorf("without repos, link = %q, want none", got)
+	noWeb := &checkout{commit: sha, lease: &repos.Lease{Commit: sha}}
+	if got := noWeb.link(t.Context(), tools.Call{Name: tools.ReadFileName, Input: json.RawMessage(`{"path":"a.go"}`)}, tools.Result{}); got != "" {
+		t.Errorf("without a web view, link = %q, want none", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+	"github.com/askrepo/askrepo/internal/tools"
 )
 
 // A start that cannot reach Slack must say so, and not send the operator to
@@ -106,5 +107,40 @@ func TestAppTokenShapeSaysWhatOneLooksLike(t *testing.T) {
 				t.Errorf("%s: error says %q: %v", tt.token, w, err)
 			}
 		}
+	}
+}
+
+// The bot answers only about configured repositories, with an agent built
+// over each turn's checkout: New says which of the two is missing.
+func TestNewNeedsReposAndNewAnswerer(t *testing.T) {
+	rs := newTestRepos(t, nil)
+	tests := []struct {
+		name    string
+		repos   Repos
+		newAns  func(*tools.Workspace) (Answerer, error)
+		want    []string
+		notWant []string
+	}{
+		{"neither", nil, nil, []string{"no Repos", "no NewAnswerer"}, nil},
+		{"no repos", nil, withAnswerer(nopAnswerer{}), []string{"no Repos"}, []string{"NewAnswerer"}},
+		{"no agent", rs, nil, []string{"no NewAnswerer"}, []string{"no Repos"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, Store: session.NewMemory(), Repos: tt.repos, NewAnswerer: tt.newAns})
+			if err == nil {
+				t.Fatal("New = nil error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error mentions %q: %v", w, err)
+				}
+			}
+		})
 	}
 }

@@ -331,17 +331,6 @@ func (b *Bot) endTurn(prog *progress, turnID string, state session.TurnState, re
 	}
 }
 
-func (b *Bot) commit(ctx context.Context) string {
-	if b.cfg.Commit == nil {
-		return ""
-	}
-	c, err := b.cfg.Commit(ctx)
-	if err != nil {
-		b.log.Warn("read the checkout's commit", "err", err)
-	}
-	return c
-}
-
 // answer loads the thread's history, compacts it if it is over the budget,
 // records the turn as started, and runs the agent over the checkout.
 func (b *Bot) answer(ctx context.Context, in inbound, question, turnID string, co *checkout, prog *progress) (answer string, err error) {
@@ -435,7 +424,7 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 		f.ThreadCompletionTokens = s.Usage.CompletionTokens
 	}
 	var home []string
-	if co.lease != nil && co.lease.Web.Base != "" {
+	if co.lease.Web.Base != "" {
 		home = append(home, co.lease.Web.Base)
 	}
 	msgs := AnswerMessages(answer, f, home...)
