@@ -373,10 +373,24 @@ func TestStopClickRefusedFromOutside(t *testing.T) {
 	}
 	click("U9", "C1") // not in BOT_ALLOW_USERS
 	click("U7", "C2") // the turn's value, another channel's message
-	if n := len(h.logLines("stop click refused: user not enabled")); n != 1 {
+	// A click is acked before it is handled: wait for its refusal.
+	refusals := func(msg string) int {
+		ctx := h.ctx()
+		for {
+			if n := len(h.logLines(msg)); n > 0 {
+				return n
+			}
+			select {
+			case <-ctx.Done():
+				return 0
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}
+	if n := refusals("stop click refused: user not enabled"); n != 1 {
 		t.Errorf("%d refusals of the user not enabled, want 1", n)
 	}
-	if n := len(h.logLines("stop click refused: it came from another channel than the turn's")); n != 1 {
+	if n := refusals("stop click refused: it came from another channel than the turn's"); n != 1 {
 		t.Errorf("%d refusals of the click from another channel, want 1", n)
 	}
 	hold.open()
