@@ -90,6 +90,20 @@ func (m *Memory) Session(ctx context.Context, key Key) (Session, bool, error) {
 	return out, true, nil
 }
 
+func (m *Memory) SessionInfo(ctx context.Context, key Key) (Session, bool, error) {
+	if err := m.lock(); err != nil {
+		return Session{}, false, err
+	}
+	defer m.mu.Unlock()
+	s, ok := m.sessions[key]
+	if !ok {
+		return Session{}, false, nil
+	}
+	out := *s
+	out.History = nil
+	return out, true, nil
+}
+
 func (m *Memory) StartTurn(ctx context.Context, t Turn, repo string, userMsg llm.Message) error {
 	if err := checkStartTurn(t); err != nil {
 		return err

@@ -76,6 +76,18 @@ func (s *Postgres) appendMessages(ctx context.Context, tx pgx.Tx, sessionID int6
 	return nil
 }
 
+func (s *Postgres) SessionInfo(ctx context.Context, key Key) (Session, bool, error) {
+	out, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionColumns+`
+		FROM sessions WHERE team = $1 AND channel = $2 AND thread = $3`, key.Team, key.Channel, key.Thread))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Session{}, false, nil
+	}
+	if err != nil {
+		return Session{}, false, fmt.Errorf("look up session %s: %w", key, err)
+	}
+	return out, true, nil
+}
+
 // Session reads the session and its history in one statement, so the two
 // come from one snapshot without a transaction's extra round trips.
 func (s *Postgres) Session(ctx context.Context, key Key) (Session, bool, error) {

@@ -116,6 +116,18 @@ func (s *SQLite) Session(ctx context.Context, key Key) (Session, bool, error) {
 	return out, true, nil
 }
 
+func (s *SQLite) SessionInfo(ctx context.Context, key Key) (Session, bool, error) {
+	out, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionColumns+`
+		FROM sessions WHERE team = ? AND channel = ? AND thread = ?`, key.Team, key.Channel, key.Thread))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, false, nil
+	}
+	if err != nil {
+		return Session{}, false, fmt.Errorf("look up session %s: %w", key, err)
+	}
+	return out, true, nil
+}
+
 func (s *SQLite) StartTurn(ctx context.Context, t Turn, repo string, userMsg llm.Message) error {
 	if err := checkStartTurn(t); err != nil {
 		return err

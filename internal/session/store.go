@@ -131,6 +131,10 @@ func (s TurnState) Ended() bool {
 type Store interface {
 	// Session returns the thread's session; ok is false if there is none.
 	Session(ctx context.Context, key Key) (s Session, ok bool, err error)
+	// SessionInfo is Session without the history: for a question that
+	// needs only whether the thread has a session, or its repo, commit
+	// and totals, without reading every message of it.
+	SessionInfo(ctx context.Context, key Key) (s Session, ok bool, err error)
 	// StartTurn records t as running, creating the session (with repo) if
 	// needed, and appends userMsg to the history. An existing session keeps
 	// its repo. A turn ID seen before gives ErrTurnExists.

@@ -414,7 +414,9 @@ func (b *Bot) hasSession(ctx context.Context, in inbound) bool {
 	if b.queue.known(in.Key) || (b.rep != nil && b.rep.known(in.Key)) {
 		return true
 	}
-	_, ok, err := b.cfg.Store.Session(ctx, in.Key)
+	// Whether it exists is all this asks: the history is the turn's to
+	// read, once.
+	_, ok, err := b.cfg.Store.SessionInfo(ctx, in.Key)
 	if err != nil {
 		b.log.Error("look up a thread's session", "thread", in.Key.String(), "err", err)
 		return false

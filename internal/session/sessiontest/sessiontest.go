@@ -97,6 +97,7 @@ func RunStoreTests(t *testing.T, s Suite) {
 		{name: "set commit", run: testSetCommit},
 		{name: "first seen inserts if absent and expires after ttl", run: testFirstSeen},
 		{name: "sessions most recent first without history", run: testSessions},
+		{name: "session info is the session without its history", run: testSessionInfo},
 		{name: "purge idle sessions with their turns and expired keys", run: testPurge},
 		{name: "concurrent first seen on one key records it once", run: testConcurrentFirstSeen},
 		{name: "concurrent writers on many threads", run: testConcurrentWriters},
@@ -215,6 +216,33 @@ func testFirstSeen(t *testing.T, x *h) {
 		if err != nil || got != s.want {
 			t.Errorf("%s: FirstSeen(%q) = %v, %v; want %v", s.name, s.key, got, err, s.want)
 		}
+	}
+}
+
+func testSessionInfo(t *testing.T, x *h) {
+	ctx := t.Context()
+	if _, ok, err := x.st.SessionInfo(ctx, keyA); ok || err != nil {
+		t.Fatalf("SessionInfo before any turn = ok %v, err %v; want none", ok, err)
+	}
+	mustStart(t, x.st, "t1", keyA, "q1")
+	mustAppend(t, x.st, "t1", []llm.Message{answer("a1")}, llm.Usage{PromptTokens: 100, CachedPromptTokens: 10, CompletionTokens: 5})
+	mustEnd(t, x.st, "t1", session.TurnDone)
+	x.clock.Advance(time.Minute)
+	if err := x.st.SetCommit(ctx, keyA, "0123abcd"); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := x.st.SessionInfo(ctx, keyA)
+	if !ok || err != nil {
+		t.Fatalf("SessionInfo = ok %v, err %v; want the session", ok, err)
+	}
+	want := mustSession(t, x.st, keyA)
+	if len(want.History) != 2 {
+		t.Fatalf("history has %d messages; want 2", len(want.History))
+	}
+	want.History = nil
+	diff(t, "session info", want, got)
+	if _, ok, err := x.st.SessionInfo(ctx, keyB); ok || err != nil {
+		t.Errorf("SessionInfo of another thread = ok %v, err %v; want none", ok, err)
 	}
 }
 
