@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/askrepo/askrepo/internal/cite"
+	"github.com/askrepo/askrepo/internal/gitexec"
 )
 
 // How an answer reaches the terminal. A person reads it as the model
@@ -102,7 +103,7 @@ func (t *terminal) printCitations(results []cite.Result, commit string) {
 	}
 	heading := "Citations, checked"
 	if commit != "" {
-		heading += " at " + short(commit)
+		heading += " at " + gitexec.ShortCommit(commit)
 	}
 	fmt.Fprintln(t.out)
 	t.out.style(dim, heading+":")

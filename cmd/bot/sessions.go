@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/gitexec"
 	"github.com/askrepo/askrepo/internal/session"
 )
 
@@ -50,11 +51,7 @@ func runSessions(ctx context.Context, cfg config.Config, stdout io.Writer) error
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "THREAD\tREPO\tCOMMIT\tTURNS\tPROMPT\tCACHED\tOUT\tUPDATED")
 	for _, s := range list {
-		commit := s.Commit
-		if len(commit) > 7 {
-			commit = commit[:7]
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.Key, s.Repo, commit, s.Turns,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.Key, s.Repo, gitexec.ShortCommit(s.Commit), s.Turns,
 			s.Usage.PromptTokens, s.Usage.CachedPromptTokens, s.Usage.CompletionTokens,
 			s.Updated.Local().Format(time.DateTime))
 	}

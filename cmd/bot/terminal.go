@@ -12,6 +12,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/gitexec"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/tools"
@@ -123,7 +124,7 @@ func (t *terminal) ask(ctx context.Context, question string) (agent.Turn, error)
 	case first:
 		content = agent.ContextPreamble(t.repo, lease.Commit, time.Now(), "") + question
 	case t.commit != "" && lease.Commit != "" && t.commit != lease.Commit:
-		content = fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)\n\n", short(t.commit), short(lease.Commit)) + question
+		content = fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)\n\n", gitexec.ShortCommit(t.commit), gitexec.ShortCommit(lease.Commit)) + question
 	}
 	start := time.Now()
 	t.startTurn()
@@ -140,19 +141,12 @@ func (t *terminal) ask(ctx context.Context, question string) (agent.Turn, error)
 	return turn, nil
 }
 
-func short(commit string) string {
-	if len(commit) > 7 {
-		return commit[:7]
-	}
-	return commit
-}
-
 // footer is the line under an answer; notes about its citations
 // (repos.Checked) come last.
 func footer(turn agent.Turn, took time.Duration, repo, commit string, notes []string) string {
 	s := repo
 	if commit != "" {
-		s += "@" + short(commit)
+		s += "@" + gitexec.ShortCommit(commit)
 	}
 	s += fmt.Sprintf(" · %d steps · %d tool calls · %d tokens in", turn.Steps, turn.ToolCalls, turn.Usage.PromptTokens)
 	if turn.Usage.CachedPromptTokens > 0 {

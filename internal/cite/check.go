@@ -8,6 +8,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/askrepo/askrepo/internal/gitexec"
 )
 
 // Checker answers how many lines a file has in the checkout at the turn's
@@ -269,7 +271,7 @@ func missingReason(commit string) string {
 	if commit == "" {
 		return "not in the repository"
 	}
-	return "not in repo@" + shortSHA(commit)
+	return "not in repo@" + gitexec.ShortCommit(commit)
 }
 
 func lineCount(n int) string {
@@ -280,13 +282,6 @@ func lineCount(n int) string {
 		return "1 line"
 	}
 	return strconv.Itoa(n) + " lines"
-}
-
-func shortSHA(commit string) string {
-	if len(commit) > 7 {
-		return commit[:7]
-	}
-	return commit
 }
 
 // Summary counts valid citations and those flagged as wrong; skipped ones

@@ -154,7 +154,7 @@ func (l *Lease) hidden(ctx context.Context) func(p string) bool {
 // changes (its lines may not be the commit's), and every link when the
 // commit is on no remote-tracking branch (the web view may not have it).
 func (l *Lease) keepLinks(ctx context.Context, results []cite.Result) []string {
-	sha := shortSHA(l.Commit)
+	sha := gitexec.ShortCommit(l.Commit)
 	var files []string
 	seen := map[string]bool{}
 	linked := false
@@ -201,7 +201,7 @@ func unlink(results []cite.Result, paths map[string]bool) {
 // elsewhere may count as not pushed: that costs links, never a link to
 // nothing.
 func (l *Lease) pushedNote(ctx context.Context) string {
-	sha := shortSHA(l.Commit)
+	sha := gitexec.ShortCommit(l.Commit)
 	out, err := l.git.run(ctx, "for-each-ref", "--count=1", "--format=%(refname)", "--contains", l.Commit, "refs/remotes/")
 	switch {
 	case err != nil:
@@ -227,7 +227,7 @@ func (l *Lease) changedSince(ctx context.Context, files []string) (map[string]bo
 	args := append([]string{"--literal-pathspecs", "ls-tree", "-z", l.Commit, "--"}, files...)
 	out, err := l.git.run(ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list cited files at %s: %w", shortSHA(l.Commit), err)
+		return nil, fmt.Errorf("list cited files at %s: %w", gitexec.ShortCommit(l.Commit), err)
 	}
 	blobs := map[string]string{} // path → object id, for blobs and symlinks
 	links := map[string]bool{}
@@ -292,13 +292,6 @@ func (l *Lease) sameBlob(p, id string, symlink bool) (bool, error) {
 		return false, nil // changing while read: not the commit's
 	}
 	return hex.EncodeToString(h.Sum(nil)) == id, nil
-}
-
-func shortSHA(commit string) string {
-	if len(commit) > 7 {
-		return commit[:7]
-	}
-	return commit
 }
 
 // Permalink is the web view's link to path at the lease's commit, with

@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/gitexec"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
@@ -348,7 +349,7 @@ func (b *Bot) answer(ctx context.Context, in inbound, question, turnID string, c
 	case sess.Commit != "" && commit != "" && sess.Commit != commit:
 		// The history quotes files as they were; the model must know
 		// they may have changed since.
-		text = fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)\n\n", shortCommit(sess.Commit), shortCommit(commit)) + text
+		text = fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)\n\n", gitexec.ShortCommit(sess.Commit), gitexec.ShortCommit(commit)) + text
 	}
 	user := llm.Message{Role: llm.RoleUser, Content: text}
 	history := b.compactHistory(ctx, in.Key, sess.History, user)
@@ -391,13 +392,6 @@ func refusedContent(err error) bool {
 // why it looks plain.
 func plainPart(m Outgoing) Outgoing {
 	return Outgoing{Text: m.Text + "\n_(Slack refused this part of the answer as formatted; it is shown as plain text.)_"}
-}
-
-func shortCommit(c string) string {
-	if len(c) > 7 {
-		return c[:7]
-	}
-	return c
 }
 
 // postAnswer posts the answer's messages after the first posted (those a
