@@ -112,7 +112,7 @@ func (t *terminal) askInterruptibly(ctx context.Context, q string) (interrupted 
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := watchInterrupt(actx, cancel)
-	_, err := t.ask(actx, q)
+	err := t.ask(actx, q)
 	stop()
 	switch {
 	case context.Cause(actx) == errInterrupted && err != nil:

@@ -16,7 +16,6 @@ import (
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot"
-	"github.com/askrepo/askrepo/internal/tools"
 )
 
 // serveSlack wires the repositories, the model, the store and the Slack app
@@ -74,21 +73,22 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		c.Close()
 		return nil, err
 	}
+	runner, err := c.newRunner(store)
+	if err != nil {
+		store.Close()
+		c.Close()
+		return nil, err
+	}
 	bot, err := slackbot.New(slackbot.Config{
-		BotToken: cfg.SlackBotToken.Reveal(),
-		AppToken: cfg.SlackAppToken.Reveal(),
-		APIURL:   cfg.SlackAPIURL,
-		Store:    store,
-		Shared:   sharedThreads(store),
-		LeaseTTL: cfg.LeaseTTL,
-		Repos:    c.repos,
-		NewAnswerer: func(ws *tools.Workspace) (slackbot.Answerer, error) {
-			return c.newAgent(ws)
-		},
+		BotToken:      cfg.SlackBotToken.Reveal(),
+		AppToken:      cfg.SlackAppToken.Reveal(),
+		APIURL:        cfg.SlackAPIURL,
+		Store:         store,
+		Shared:        sharedThreads(store),
+		LeaseTTL:      cfg.LeaseTTL,
+		Repos:         c.repos,
+		Turns:         runner,
 		Recovery:      cfg.Recovery,
-		ContextBudget: c.budget,
-		Model:         c.name,
-		Calibrator:    c.cal,
 		Followups:     cfg.Followups,
 		MaxConcurrent: cfg.Concurrency,
 		AllowChannels: cfg.AllowChannel,

@@ -2,20 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/gitexec"
 	"github.com/askrepo/askrepo/internal/llm"
-	"github.com/askrepo/askrepo/internal/repos"
-	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // runAsk answers one question and exits. pathOnly: the checkout was named
@@ -39,7 +42,7 @@ func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bo
 		return err
 	}
 	defer t.core.Close()
-	_, err = t.ask(ctx, question)
+	err = t.ask(ctx, question)
 	if ctx.Err() != nil {
 		return stopCause(ctx)
 	}
@@ -47,18 +50,21 @@ func runAsk(ctx context.Context, cfg config.Config, env func(string) (string, bo
 }
 
 // terminal prints a turn: one line per tool call, its result summary, the
-// answer as the model writes it, its checked citations and a footer. It is
-// the agent's Observer for the terminal. All it prints goes through a
+// answer as the model writes it, its checked citations and a footer. It
+// is the turn's Observer for the terminal. All it prints goes through a
 // screen, escaped.
 type terminal struct {
 	out, errOut *screen
 	core        *core
 
-	// The conversation, as a Slack thread has it: bound to the repository
-	// its first question picked, with the commit of its last answer.
-	history []llm.Message
-	repo    string
-	commit  string
+	// The conversation is a thread as Slack has one, kept in a store of
+	// its own in memory and run by the same runner: bound to the
+	// repository its first question picked, with the commit of its last
+	// answer. /reset starts a new thread.
+	store  *session.Memory
+	runner *turn.Runner
+	key    session.Key
+	convs  int
 
 	mu sync.Mutex
 	// streamed is the text of the model's current reply printed so far,
@@ -84,75 +90,114 @@ func openTerminal(ctx context.Context, cfg config.Config, env func(string) (stri
 	if level != slog.LevelDebug {
 		c.agentLog = slog.New(slog.DiscardHandler)
 	}
-	return &terminal{out: out, errOut: errOut, core: c}, nil
+	t := &terminal{out: out, errOut: errOut, core: c, store: session.NewMemory()}
+	if t.runner, err = c.newRunner(t.store); err != nil {
+		c.Close()
+		return nil, err
+	}
+	t.reset()
+	return t, nil
 }
 
-func (t *terminal) reset() { t.history, t.repo, t.commit = nil, "", "" }
+// terminalTeam and terminalChannel name the terminal's conversations in
+// its store, apart from any Slack thread.
+const (
+	terminalTeam    = "terminal"
+	terminalChannel = "terminal"
+)
+
+func (t *terminal) reset() {
+	t.convs++
+	t.key = session.Key{Team: terminalTeam, Channel: terminalChannel, Thread: strconv.Itoa(t.convs)}
+}
 
 // ask answers one question of the conversation: over a lease on its
 // repository, so the whole answer sees one commit, with its citations
 // checked at that commit as in Slack. A cancelled ctx ends it with ctx's
 // error, what was written so far left on the screen.
-func (t *terminal) ask(ctx context.Context, question string) (agent.Turn, error) {
-	first := len(t.history) == 0
-	if first {
-		repo, q, err := t.core.repos.Choose(question)
+func (t *terminal) ask(ctx context.Context, question string) error {
+	loaded, err := t.runner.Load(ctx, t.key)
+	if err != nil {
+		return err
+	}
+	repo := loaded.Session.Repo
+	if !loaded.Found || len(loaded.Session.History) == 0 {
+		r, q, err := t.core.repos.Choose(question)
 		if err != nil {
-			return agent.Turn{}, err
+			return err
 		}
 		// "in beta:" alone picks a repo but asks nothing; the model would
 		// answer a blank question at full price.
 		if q == "" {
-			return agent.Turn{}, usageError{fmt.Sprintf("ask needs a question after \"in %s:\", e.g. \"in %s: what does this project do?\"", repo, repo)}
+			return usageError{fmt.Sprintf("ask needs a question after \"in %s:\", e.g. \"in %s: what does this project do?\"", r, r)}
 		}
-		t.repo, question = repo, q
+		repo, question = r, q
 		if t.core.demo {
 			t.errOut.style(dim, demoNotice)
 		}
 	}
-	lease, err := t.core.repos.Acquire(ctx, t.repo)
+	lease, err := t.core.repos.Acquire(ctx, repo)
 	if err != nil {
-		return agent.Turn{}, err
+		return err
 	}
 	defer lease.Release()
-	a, err := t.core.newAgent(lease.Workspace)
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	content := question
-	switch {
-	case first:
-		content = agent.ContextPreamble(t.repo, lease.Commit, time.Now(), "") + question
-	case t.commit != "" && lease.Commit != "" && t.commit != lease.Commit:
-		content = fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)\n\n", gitexec.ShortCommit(t.commit), gitexec.ShortCommit(lease.Commit)) + question
-	}
 	start := time.Now()
 	t.startTurn()
-	turn, err := a.Run(llm.WithText(ctx, t.hear), t.history, llm.Message{Role: llm.RoleUser, Content: content}, t)
-	t.history = append(t.history, turn.Appended...)
-	t.commit = lease.Commit
+	id := newTurnID()
+	res, err := t.runner.Run(llm.WithText(ctx, t.hear), turn.Request{
+		Key: t.key, Session: loaded, Lease: lease, Repo: repo,
+		Question: question, TurnID: id, Observer: t, Log: t.core.log,
+	})
+	t.endTurn(id, res, err)
 	if err != nil {
 		t.endLine()
-		return turn, err
+		return err
 	}
-	notes := t.showAnswer(ctx, lease, turn.Answer)
-	t.out.style(dim, footer(turn, time.Since(start), t.repo, lease.Commit, notes))
+	notes := t.showAnswer(res, lease.Commit)
+	t.out.style(dim, footer(res, time.Since(start), repo, lease.Commit, notes))
 	fmt.Fprintln(t.out)
-	return turn, nil
+	return nil
+}
+
+// endTurn records where a turn the store has ended, so the conversation's
+// next question starts after it.
+func (t *terminal) endTurn(id string, res turn.Result, err error) {
+	if !res.Started {
+		return
+	}
+	state := session.TurnDone
+	switch {
+	case errors.Is(err, context.Canceled):
+		state = session.TurnStopped
+	case err != nil:
+		state = session.TurnFailed
+	}
+	if err := t.store.EndTurn(context.Background(), id, state, ""); err != nil {
+		t.core.log.Warn("record the end of a turn", "err", err)
+	}
+}
+
+// newTurnID names a turn in the terminal's store.
+func newTurnID() string {
+	p := make([]byte, 8)
+	_, _ = rand.Read(p)
+	return hex.EncodeToString(p)
 }
 
 // footer is the line under an answer; notes about its citations
-// (repos.Checked) come last.
-func footer(turn agent.Turn, took time.Duration, repo, commit string, notes []string) string {
+// (repos.Checked) come last. Its counts are the loop's own (requests
+// made, calls asked for).
+func footer(res turn.Result, took time.Duration, repo, commit string, notes []string) string {
 	s := repo
 	if commit != "" {
 		s += "@" + gitexec.ShortCommit(commit)
 	}
-	s += fmt.Sprintf(" · %d steps · %d tool calls · %d tokens in", turn.Steps, turn.ToolCalls, turn.Usage.PromptTokens)
-	if turn.Usage.CachedPromptTokens > 0 {
-		s += fmt.Sprintf(" (%d cached)", turn.Usage.CachedPromptTokens)
+	loop := res.Loop
+	s += fmt.Sprintf(" · %d steps · %d tool calls · %d tokens in", loop.Steps, loop.ToolCalls, loop.Usage.PromptTokens)
+	if loop.Usage.CachedPromptTokens > 0 {
+		s += fmt.Sprintf(" (%d cached)", loop.Usage.CachedPromptTokens)
 	}
-	s += fmt.Sprintf(" · %d out · %.1fs", turn.Usage.CompletionTokens, took.Seconds())
+	s += fmt.Sprintf(" · %d out · %.1fs", loop.Usage.CompletionTokens, took.Seconds())
 	for _, n := range notes {
 		s += " · " + n
 	}
@@ -161,7 +206,7 @@ func footer(turn agent.Turn, took time.Duration, repo, commit string, notes []st
 
 // ToolStarted prints `⏺ name {args}`, after the text the model wrote
 // before asking for it.
-func (t *terminal) ToolStarted(step int, call tools.Call) {
+func (t *terminal) ToolStarted(c turn.Call) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.streamed.Len() > 0 {
@@ -170,7 +215,7 @@ func (t *terminal) ToolStarted(step int, call tools.Call) {
 		t.streamed.Reset()
 	}
 	t.out.style(bold, "⏺")
-	fmt.Fprintf(t.out, " %s %s\n", oneLine(call.Name, 80), oneLine(string(call.Input), 200))
+	fmt.Fprintf(t.out, " %s %s\n", oneLine(c.Name, 80), oneLine(c.Args, 200))
 }
 
 // oneLine is s, which the model wrote (a tool's name, its arguments, where
@@ -185,46 +230,41 @@ func oneLine(s string, n int) string {
 }
 
 // ToolDone prints the one-line summary, dim, under its call.
-func (t *terminal) ToolDone(step int, call tools.Call, res tools.Result, took time.Duration) {
+func (t *terminal) ToolDone(c turn.Call) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	mark := "✓"
-	if res.IsError {
+	if c.Failed {
 		mark = "✗"
 	}
-	t.out.style(dim, fmt.Sprintf("  ⎿ %s %s: %s", mark, oneLine(call.Name, 80), oneLine(res.Summary, 300)))
+	t.out.style(dim, fmt.Sprintf("  ⎿ %s %s: %s", mark, oneLine(c.Name, 80), oneLine(c.Summary, 300)))
 	fmt.Fprintln(t.out)
 }
 
 // StepDone has nothing to show in the terminal.
-func (t *terminal) StepDone(int, []llm.Message, llm.Usage) {}
+func (t *terminal) StepDone(turn.Step) {}
 
-var _ agent.Observer = (*terminal)(nil)
+var _ turn.Observer = (*terminal)(nil)
 
 // showAnswer prints what of the answer is not on the screen yet and its
 // checked citations (see answer.go), and returns the notes about them for
 // the footer.
-func (t *terminal) showAnswer(ctx context.Context, lease *repos.Lease, answer string) []string {
-	answer = strings.TrimSpace(answer)
+func (t *terminal) showAnswer(res turn.Result, commit string) []string {
+	answer := strings.TrimSpace(res.Answer)
 	t.mu.Lock()
 	streamed := strings.TrimSpace(t.streamed.String())
 	t.mu.Unlock()
-	check := func() repos.Checked {
-		checked, err := lease.CheckAnswer(ctx, answer)
-		if err != nil {
-			t.core.log.Warn("check the answer's citations; shown unchecked", "err", err)
-		}
-		return checked
+	if res.CheckErr != nil {
+		t.core.log.Warn("check the answer's citations; shown unchecked", "err", res.CheckErr)
 	}
+	checked := res.Checked
 	if rest, ok := strings.CutPrefix(answer, streamed); ok && streamed != "" {
 		io.WriteString(t.out, rest)
 		t.endLine()
-		checked := check()
-		t.printCitations(checked.Results, lease.Commit)
+		t.printCitations(checked.Results, commit)
 		fmt.Fprintln(t.out)
 		return checked.Notes
 	}
-	checked := check()
 	t.endLine()
 	fmt.Fprintf(t.out, "\n%s\n\n", checked.Markdown)
 	return checked.Notes

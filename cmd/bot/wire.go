@@ -17,6 +17,7 @@ import (
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // demoNotice is printed when no API key is set, so nobody mistakes the demo
@@ -55,8 +56,7 @@ type core struct {
 	// shows each turn's outcome itself and would print its error twice.
 	agentLog *slog.Logger
 	// cal learns the model's tokens per estimated token; the agent's
-	// in-turn guard and Slack's compaction between turns share it and
-	// budget.
+	// in-turn guard and the compaction between turns share it and budget.
 	cal    *budget.Calibrator
 	budget int
 }
@@ -120,13 +120,12 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens}, nil
 }
 
-// newAgent builds the loop over one checkout. Agents are cheap; every
-// turn gets its own over the commit it leased. The tools are the same, in
-// the same order, for every repository, so the tool definitions sent with
-// each request stay byte-identical and the provider's prompt cache holds
-// across turns, threads and repositories.
-func (c *core) newAgent(ws *tools.Workspace) (*agent.Agent, error) {
-	reg := tools.NewRegistry(
+// toolbox is the tools over one checkout. They are the same, in the same
+// order, for every repository, so the tool definitions sent with each
+// request stay byte-identical and the provider's prompt cache holds across
+// turns, threads and repositories.
+func toolbox(ws *tools.Workspace) agent.Toolbox {
+	return tools.NewRegistry(
 		tools.NewListFiles(ws),
 		tools.NewReadFile(ws),
 		tools.NewSearchCode(ws, tools.SearchCodeOptions{}),
@@ -135,13 +134,25 @@ func (c *core) newAgent(ws *tools.Workspace) (*agent.Agent, error) {
 		tools.NewGitShow(ws, tools.GitOptions{}),
 		tools.NewGitBlame(ws, tools.GitOptions{}),
 	)
-	return agent.New(agent.Config{
-		Model:       c.model,
-		Tools:       reg,
-		MaxSteps:    c.cfg.MaxSteps,
-		ToolTimeout: c.cfg.ToolTimeout,
-		Compact:     c.cal.Compactor(c.name, c.budget),
-		Logger:      cmp.Or(c.agentLog, c.log),
+}
+
+// newRunner builds the turn runner over store: the same one runs the
+// terminal's turns and Slack's, so both send the model the same bytes for
+// the same history.
+func (c *core) newRunner(store turn.Store) (*turn.Runner, error) {
+	return turn.New(turn.Config{
+		Store: store,
+		Agent: agent.Config{
+			Model:       c.model,
+			MaxSteps:    c.cfg.MaxSteps,
+			ToolTimeout: c.cfg.ToolTimeout,
+			Compact:     c.cal.Compactor(c.name, c.budget),
+			Logger:      cmp.Or(c.agentLog, c.log),
+		},
+		Tools:      toolbox,
+		Budget:     c.budget,
+		Calibrator: c.cal,
+		Model:      c.name,
 	})
 }
 

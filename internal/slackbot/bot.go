@@ -5,195 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
-
-	"github.com/askrepo/askrepo/internal/agent"
-	"github.com/askrepo/askrepo/internal/budget"
-	"github.com/askrepo/askrepo/internal/llm"
-	"github.com/askrepo/askrepo/internal/repos"
-	"github.com/askrepo/askrepo/internal/session"
-	"github.com/askrepo/askrepo/internal/tools"
 )
-
-// Answerer runs one turn of the agent over one checkout (see
-// Config.NewAnswerer). *agent.Agent satisfies it; tests plug the real agent
-// over a fake model server.
-type Answerer interface {
-	Run(ctx context.Context, history []llm.Message, user llm.Message, obs agent.Observer) (agent.Turn, error)
-}
-
-var _ Answerer = (*agent.Agent)(nil)
-
-// Resumer finishes a turn cut off by a restart from its persisted history
-// (see agent.Agent.Resume). An Answerer that does not implement it is run
-// on the turn's question again instead.
-type Resumer interface {
-	Resume(ctx context.Context, history []llm.Message, obs agent.Observer) (agent.Turn, error)
-}
-
-// prefixer reports what every request sends before the history (see
-// agent.Agent.Prefix), so the size of a request is estimated with it.
-type prefixer interface {
-	Prefix() (system llm.Message, tools []llm.ToolSpec)
-}
-
-var (
-	_ Resumer  = (*agent.Agent)(nil)
-	_ prefixer = (*agent.Agent)(nil)
-)
-
-// Recovery policies for turns a restart cut off (Config.Recovery).
-const (
-	// RecoverResume continues the turn from its last persisted step.
-	RecoverResume = "resume"
-	// RecoverRerun answers the question again from the start.
-	RecoverRerun = "rerun"
-	// RecoverReport only tells the thread to ask again.
-	RecoverReport = "report"
-)
-
-// Follow-up policies for messages in a thread that already has a session.
-const (
-	// FollowupsAll answers every human message in such a thread.
-	FollowupsAll = "all"
-	// FollowupsMention answers only messages that mention the bot again.
-	FollowupsMention = "mention"
-)
-
-// Defaults for the zero values of Config.
-const (
-	DefaultMaxConcurrent    = 4
-	DefaultTurnTimeout      = 10 * time.Minute
-	DefaultDrainTimeout     = 30 * time.Second
-	DefaultDedupeTTL        = 2 * time.Hour
-	DefaultProgressInterval = 1200 * time.Millisecond
-	DefaultAckTimeout       = 2 * time.Second
-)
-
-// Repos is what the bot needs of the repositories (*repos.Manager): which
-// ones a channel may read, which one a question is about, and a checkout of
-// it that stays at one commit for a whole turn.
-type Repos interface {
-	ForChannel(channel string) []string
-	Resolve(channel, text string) (repo, question string, err error)
-	Acquire(ctx context.Context, name string) (*repos.Lease, error)
-	Health() []repos.RepoHealth
-}
-
-var _ Repos = (*repos.Manager)(nil)
-
-// Config is everything the bot needs. Tokens, Store, Repos and NewAnswerer
-// are required; every other zero value means the default named next to it.
-type Config struct {
-	// BotToken (xoxb-) authorises Web API calls.
-	BotToken string
-	// AppToken (xapp-, scope connections:write) opens Socket Mode connections.
-	AppToken string
-	// APIURL is the Web API base URL; empty means Slack's. Slack-compatible
-	// test servers and proxies are reached through it. A missing trailing
-	// slash is added, because slack-go appends method names verbatim.
-	APIURL string
-	// HTTPClient is used for Web API calls; nil means http.DefaultClient.
-	HTTPClient *http.Client
-
-	// Store keeps sessions, turns and dedupe keys.
-	Store session.Store
-
-	// Shared, when set, makes this process one of several replicas over
-	// one store (see replicas): questions go through the store's thread
-	// queues, one replica at a time holds a thread under a lease of
-	// LeaseTTL (default DefaultLeaseTTL), and turns of a replica that
-	// died are resumed by another. Replica names this process in the
-	// leases (default DefaultReplicaID). Unset, one process answers
-	// alone: its threads are ordered in memory, and a start recovers the
-	// turns the last run cut off and answers the questions it acked but
-	// did not start.
-	Shared   Shared
-	Replica  string
-	LeaseTTL time.Duration
-
-	// Repos binds each thread to one repository (the channel's default,
-	// or the one the question names: "in payments: …") and gives each
-	// turn a lease on it, one commit from start to end; a channel that may
-	// read none is told the bot is not enabled there. The repository's
-	// name and that commit go to the model in a session's first message
-	// and to the footer; the answer's citations are checked and linked at
-	// the commit, and context lines link the files the tools read.
-	// NewAnswerer builds the agent over a lease's workspace for each turn;
-	// it must give every repository the same tools in the same order, so
-	// the prompt cache holds across turns and threads.
-	Repos       Repos
-	NewAnswerer func(ws *tools.Workspace) (Answerer, error)
-
-	// Recovery is what happens at start to turns that a crash or a
-	// shutdown cut off: RecoverResume (default), RecoverRerun or
-	// RecoverReport. Either way the thread is told in one sentence.
-	Recovery string
-	// ContextBudget is the most prompt tokens a thread's history may take
-	// before it is compacted, once, between turns (budget.Compact);
-	// 0 turns compaction off. Model names the model for the Calibrator,
-	// which learns from the prompt tokens each step reports how far the
-	// byte-based estimate is off; nil means one of the bot's own.
-	ContextBudget int
-	Model         string
-	Calibrator    *budget.Calibrator
-
-	// Followups is FollowupsAll (default) or FollowupsMention.
-	Followups string
-	// MaxConcurrent bounds turns running at once across threads (default
-	// DefaultMaxConcurrent); the rest wait in order, visibly queued.
-	MaxConcurrent int
-	// AllowChannels and AllowUsers, when not empty, are the only channel and
-	// user IDs the bot answers. The channel list does not apply to DMs; the
-	// user list applies everywhere.
-	AllowChannels []string
-	AllowUsers    []string
-
-	// TurnTimeout cuts a turn that runs longer (default DefaultTurnTimeout).
-	TurnTimeout time.Duration
-	// DrainTimeout is how long running turns may go on after Run's context
-	// is cancelled before they are cut (default DefaultDrainTimeout).
-	DrainTimeout time.Duration
-	// DedupeTTL is how long event and message keys are remembered; Slack's
-	// last redelivery comes about 5 minutes after the first attempt
-	// (default DefaultDedupeTTL).
-	DedupeTTL time.Duration
-	// ProgressInterval is the least time between two edits of a progress
-	// message; chat.update allows about 50 a minute per workspace (default
-	// DefaultProgressInterval).
-	ProgressInterval time.Duration
-	// PostInterval, UpdateInterval and PostBurst pace chat.postMessage and
-	// chat.update per channel (see PosterOptions); zero means the poster's
-	// defaults, taken from Slack's published limits.
-	PostInterval, UpdateInterval time.Duration
-	PostBurst                    int
-	// AckTimeout bounds the wait for a slot in slack-go's ack queue, which
-	// fills only while the socket is down (default DefaultAckTimeout).
-	AckTimeout time.Duration
-	// PingInterval is how long the socket may go without a ping from Slack
-	// before it is recycled; zero means slack-go's default (30s).
-	PingInterval time.Duration
-
-	// CrashAt, for tests of crash recovery only, is called at the points
-	// named by the Crash* constants; the test binary kills itself there.
-	// nil (always, outside such tests) does nothing.
-	CrashAt func(point string)
-
-	// Logger receives one JSON-friendly line per turn and the errors behind
-	// every reference shown in Slack; nil discards.
-	Logger *slog.Logger
-	// Registry receives the bot's metrics; nil means a registry of its own.
-	// HTTPHandler serves whichever it is.
-	Registry *prometheus.Registry
-}
 
 // Bot serves one Slack app over Socket Mode. Create it with New and call Run
 // once; Healthy and HTTPHandler are safe to use concurrently with Run.
@@ -245,15 +64,6 @@ type Bot struct {
 	hold  time.Duration
 
 	bg sync.WaitGroup // short background posts (refusals, hints)
-
-	// system and tools are what every request sends before the history,
-	// from the Answerer when it reports them; for estimates. They are
-	// taken from the first turn's Answerer (the same for every
-	// repository): prefixOnce guards the write, and every turn passes
-	// through it before reading them.
-	system     llm.Message
-	tools      []llm.ToolSpec
-	prefixOnce sync.Once
 }
 
 // identity is who the bot is, from auth.test.
@@ -265,81 +75,10 @@ type identity struct {
 
 // New checks cfg and builds a Bot. It makes no network call; Run does.
 func New(cfg Config) (*Bot, error) {
-	var errs []error
-	switch {
-	case cfg.BotToken == "":
-		errs = append(errs, errors.New("the bot token (xoxb-…) is missing"))
-	case !strings.HasPrefix(cfg.BotToken, "xoxb-"):
-		errs = append(errs, errors.New("the bot token must start with xoxb- (Slack app → OAuth & Permissions → Bot User OAuth Token)"))
-	}
-	switch {
-	case cfg.AppToken == "":
-		errs = append(errs, errors.New("the app-level token (xapp-…) is missing; Socket Mode needs it"))
-	case !strings.HasPrefix(cfg.AppToken, "xapp-"):
-		errs = append(errs, errors.New(appTokenShape(cfg.AppToken)))
-	}
-	if cfg.Repos == nil {
-		errs = append(errs, errors.New("no Repos: the bot has no repository to answer about"))
-	}
-	if cfg.NewAnswerer == nil {
-		errs = append(errs, errors.New("no NewAnswerer: the bot cannot build an agent over a checkout"))
-	}
-	if cfg.Store == nil {
-		errs = append(errs, errors.New("no session Store"))
-	}
-	switch cfg.Followups {
-	case "":
-		cfg.Followups = FollowupsAll
-	case FollowupsAll, FollowupsMention:
-	default:
-		errs = append(errs, fmt.Errorf("follow-up policy %q is unknown; use %q or %q", cfg.Followups, FollowupsAll, FollowupsMention))
-	}
-	switch cfg.Recovery {
-	case "":
-		cfg.Recovery = RecoverResume
-	case RecoverResume, RecoverRerun, RecoverReport:
-	default:
-		errs = append(errs, fmt.Errorf("recovery policy %q is unknown; use %q, %q or %q", cfg.Recovery, RecoverResume, RecoverRerun, RecoverReport))
-	}
-	if cfg.ContextBudget < 0 {
-		errs = append(errs, errors.New("the context budget must not be negative (0 turns compaction off)"))
-	}
-	if cfg.MaxConcurrent < 0 || cfg.TurnTimeout < 0 || cfg.DrainTimeout < 0 || cfg.DedupeTTL < 0 || cfg.ProgressInterval < 0 || cfg.AckTimeout < 0 || cfg.PingInterval < 0 ||
-		cfg.PostInterval < 0 || cfg.UpdateInterval < 0 || cfg.PostBurst < 0 {
-		errs = append(errs, errors.New("limits and durations must not be negative"))
-	}
-	if cfg.LeaseTTL != 0 && cfg.LeaseTTL < time.Second {
-		errs = append(errs, fmt.Errorf("lease TTL %s is too short: renewals go every third of it and must not lose a race with the store's latency; use 1s or more", cfg.LeaseTTL))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(checkConfig(cfg)...); err != nil {
 		return nil, fmt.Errorf("slack bot config: %w", err)
 	}
-	cfg.MaxConcurrent = orDefault(cfg.MaxConcurrent, DefaultMaxConcurrent)
-	cfg.TurnTimeout = orDefault(cfg.TurnTimeout, DefaultTurnTimeout)
-	cfg.DrainTimeout = orDefault(cfg.DrainTimeout, DefaultDrainTimeout)
-	cfg.DedupeTTL = orDefault(cfg.DedupeTTL, DefaultDedupeTTL)
-	cfg.ProgressInterval = orDefault(cfg.ProgressInterval, DefaultProgressInterval)
-	cfg.AckTimeout = orDefault(cfg.AckTimeout, DefaultAckTimeout)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Registry == nil {
-		cfg.Registry = prometheus.NewRegistry()
-	}
-	if cfg.Calibrator == nil {
-		cfg.Calibrator = &budget.Calibrator{}
-	}
-
-	opts := []slack.Option{slack.OptionAppLevelToken(cfg.AppToken)}
-	if cfg.APIURL != "" {
-		u := cfg.APIURL
-		if !strings.HasSuffix(u, "/") {
-			u += "/"
-		}
-		opts = append(opts, slack.OptionAPIURL(u))
-	}
-	opts = append(opts, slack.OptionHTTPClient(shownURLClient{orDefault(cfg.HTTPClient, http.DefaultClient)}))
-
+	cfg = withDefaults(cfg)
 	log := cfg.Logger.With("component", "slackbot")
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
@@ -348,7 +87,7 @@ func New(cfg Config) (*Bot, error) {
 	b := &Bot{
 		cfg:     cfg,
 		log:     log,
-		api:     slack.New(cfg.BotToken, opts...),
+		api:     slack.New(cfg.BotToken, slackOptions(cfg)...),
 		metrics: m,
 		allowCh: set(cfg.AllowChannels),
 		allowU:  set(cfg.AllowUsers),
@@ -369,10 +108,8 @@ func New(cfg Config) (*Bot, error) {
 	b.turnCtx, b.cancelTurn = context.WithCancelCause(context.Background())
 	b.slackCtx, b.cancelSlack = context.WithCancel(context.Background())
 	b.finalGrace = defaultFinalGrace
-	b.cfg.Replica = orDefault(cfg.Replica, DefaultReplicaID())
 	b.owner = b.cfg.Replica
 	if cfg.Shared != nil {
-		b.cfg.LeaseTTL = orDefault(cfg.LeaseTTL, DefaultLeaseTTL)
 		b.rep = newReplicas(b, cfg.Shared, b.cfg.Replica, b.cfg.LeaseTTL)
 		b.hold = b.cfg.LeaseTTL
 	}
@@ -414,7 +151,7 @@ func (b *Bot) Run(ctx context.Context) error {
 			"it must be an xapp- token with the connections:write scope, and Socket Mode must be enabled for the app")
 	}
 	// Only now, with both tokens accepted, is the bot serving.
-	b.log.Info("serving Slack", "team", auth.Team, "team_id", auth.TeamID, "bot_user", auth.UserID, "model", b.cfg.Model)
+	b.log.Info("serving Slack", "team", auth.Team, "team_id", auth.TeamID, "bot_user", auth.UserID, "model", b.cfg.Turns.ModelName())
 
 	if b.rep != nil {
 		b.rep.start(ctx) // claims received events too, and keeps claiming

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
@@ -591,7 +590,7 @@ func TestHealthzFollowsTheSocket(t *testing.T) {
 
 func TestTokensCheckedAtStart(t *testing.T) {
 	t.Run("bot token as app token", func(t *testing.T) {
-		_, err := New(Config{BotToken: "xoxb-1", AppToken: "xoxb-1", Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory()})
+		_, err := New(Config{BotToken: "xoxb-1", AppToken: "xoxb-1", Repos: newTestRepos(t, nil), Turns: idleTurns(t, session.NewMemory()), Store: session.NewMemory()})
 		if err == nil || !strings.Contains(err.Error(), "xapp-") {
 			t.Fatalf("New = %v, want an error naming xapp-", err)
 		}
@@ -600,7 +599,7 @@ func TestTokensCheckedAtStart(t *testing.T) {
 		srv := slacktest.New()
 		t.Cleanup(srv.Close)
 		srv.FailAlways("apps.connections.open", slacktest.SlackError("not_allowed_token_type"))
-		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory()})
+		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Repos: newTestRepos(t, nil), Turns: idleTurns(t, session.NewMemory()), Store: session.NewMemory()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -615,7 +614,7 @@ func TestTokensCheckedAtStart(t *testing.T) {
 		srv := slacktest.New()
 		t.Cleanup(srv.Close)
 		srv.FailAlways("auth.test", slacktest.SlackError("invalid_auth"))
-		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory()})
+		b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: srv.APIURL(), Repos: newTestRepos(t, nil), Turns: idleTurns(t, session.NewMemory()), Store: session.NewMemory()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -691,12 +690,6 @@ func TestShutdownDrainsThenInterrupts(t *testing.T) {
 			}
 		})
 	}
-}
-
-type nopAnswerer struct{}
-
-func (nopAnswerer) Run(context.Context, []llm.Message, llm.Message, agent.Observer) (agent.Turn, error) {
-	return agent.Turn{}, nil
 }
 
 func stopValue(m slacktest.Message) string {

@@ -21,7 +21,7 @@ import (
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
-	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // harness is one bot, connected through the real slack-go client to a fake
@@ -45,6 +45,8 @@ type harnessOpts struct {
 	script func(llmtest.Request) llmtest.Reply
 	stream bool
 	cfg    func(*Config)
+	// runner, when set, adjusts the turn runner's config before it is built.
+	runner func(*turn.Config)
 	// tune, when set, adjusts the bot's internals after New, before Run.
 	tune func(*Bot)
 	// slack, ai and store, when set, are shared with another harness: a
@@ -94,19 +96,13 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The agent over each turn's checkout, as cmd/bot builds it.
-	newAnswerer := func(ws *tools.Workspace) (Answerer, error) {
-		return agent.New(agent.Config{Model: model, Tools: tools.NewRegistry(tools.NewReadFile(ws), tools.NewListFiles(ws)), Logger: logger})
-	}
 	h := &harness{t: t, slack: srv, ai: ai, store: store, logs: logs, done: make(chan error, 1)}
 	cfg := Config{
 		BotToken:         slacktest.DefaultBotToken,
 		AppToken:         slacktest.DefaultAppToken,
 		APIURL:           srv.APIURL(),
 		Repos:            newTestRepos(t, files),
-		NewAnswerer:      newAnswerer,
 		Store:            h.store,
-		Model:            "fake-model",
 		PostInterval:     time.Millisecond,
 		UpdateInterval:   time.Millisecond,
 		PostBurst:        1000,
@@ -116,6 +112,15 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	if o.cfg != nil {
 		o.cfg(&cfg)
+	}
+	// The turns, over each turn's checkout and on the bot's store (a
+	// test may have wrapped it), as cmd/bot runs them.
+	rcfg := turn.Config{Store: cfg.Store, Agent: agent.Config{Model: model, Logger: logger}, Tools: testTools, Model: "fake-model"}
+	if o.runner != nil {
+		o.runner(&rcfg)
+	}
+	if cfg.Turns, err = turn.New(rcfg); err != nil {
+		t.Fatal(err)
 	}
 	h.bot, err = New(cfg)
 	if err != nil {

@@ -12,19 +12,10 @@ import (
 
 	"github.com/slack-go/slack/slackevents"
 
-	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
-
-// silentAnswerer is an Answerer that is never asked: these tests stop at
-// the dispatcher.
-type silentAnswerer struct{}
-
-func (silentAnswerer) Run(context.Context, []llm.Message, llm.Message, agent.Observer) (agent.Turn, error) {
-	return agent.Turn{}, nil
-}
 
 // At shutdown Run cancels the intake's context while acked events may still
 // be queued for admission. They are admitted all the same: a follow-up in a
@@ -53,7 +44,7 @@ func TestAdmitAfterShutdownStillQueuesFollowUp(t *testing.T) {
 		{"shutting down", "100.000400", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(silentAnswerer{}), Store: st})
+			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, Repos: newTestRepos(t, nil), Turns: idleTurns(t, st), Store: st}) // these tests stop at the dispatcher
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package slackbot
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -11,55 +10,25 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/askrepo/askrepo/internal/agent"
-	"github.com/askrepo/askrepo/internal/llm"
-	"github.com/askrepo/askrepo/internal/session"
-	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
-// progress is the agent.Observer of one turn. It keeps the turn's tool calls
-// as context lines and a writer goroutine mirrors them into the thread:
-// new messages are posted at once, edits of a posted message are coalesced
-// to one per ProgressInterval (chat.update allows about 50 a minute), and
-// finish makes the last edit, which drops the Stop button, before the
-// answer is posted. StepDone persists each step as it completes.
+// progress is the turn.Observer of one turn: it only shows and counts. It
+// keeps the turn's tool calls as context lines and a writer goroutine
+// mirrors them into the thread: new messages are posted at once, edits of
+// a posted message are coalesced to one per ProgressInterval (chat.update
+// allows about 50 a minute), and finish makes the last edit, which drops
+// the Stop button, before the answer is posted.
 type progress struct {
 	b      *Bot
 	in     inbound
 	turnID string
-	// ctx is the turn's context: its cause tells a step cut by shutdown.
-	// cancel stops the turn when the store says another process has it.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-
-	// reqHist is the history the turn's next request sends (as the store has
-	// it, without the system prompt), for calibrating the estimator; the
-	// turn goroutine sets it before the agent runs, StepDone extends it.
-	reqHist []llm.Message
-
-	// started and hitMaxSteps are the turn goroutine's: whether the store
-	// has the turn, and whether the agent was cut at its step limit (the
-	// answer then says so itself; the summary line records it).
-	started     bool
-	hitMaxSteps bool
-
-	// link, when set, gives a finished call's context line its link to
-	// the file it read; set before the agent runs. It may run git, so it
-	// is called outside mu.
-	link func(context.Context, tools.Call, tools.Result) string
-	// tools are the names the answerer offers (nil: not known), the only
-	// tool names metrics are labelled with; set before the agent runs.
-	tools map[string]bool
 
 	mu        sync.Mutex
 	lines     []CallLine
 	byID      map[string]int
-	steps     int
-	toolCalls int
-	usage     llm.Usage
 	stepMark  time.Time // when the current model request began
 	stepTimed bool      // its latency is observed
-	persist   error
 
 	kick     chan struct{}
 	done     chan struct{}
@@ -71,15 +40,13 @@ type progress struct {
 	out  []Outgoing // owned by the writer: each posted message as sent
 }
 
-var _ agent.Observer = (*progress)(nil)
+var _ turn.Observer = (*progress)(nil)
 
-func newProgress(b *Bot, in inbound, turnID string, ctx context.Context, cancel context.CancelCauseFunc) *progress {
+func newProgress(b *Bot, in inbound, turnID string) *progress {
 	p := &progress{
 		b:        b,
 		in:       in,
 		turnID:   turnID,
-		ctx:      ctx,
-		cancel:   cancel,
 		byID:     make(map[string]int),
 		stepMark: time.Now(),
 		kick:     make(chan struct{}, 1),
@@ -90,100 +57,48 @@ func newProgress(b *Bot, in inbound, turnID string, ctx context.Context, cancel 
 	return p
 }
 
-func (p *progress) ToolStarted(step int, call tools.Call) {
+func (p *progress) ToolStarted(c turn.Call) {
 	p.mu.Lock()
 	p.timeStepLocked()
-	p.toolCalls++
-	p.byID[call.ID] = len(p.lines)
-	p.lines = append(p.lines, CallLine{Name: call.Name, Args: string(call.Input), State: CallRunning})
+	p.byID[c.ID] = len(p.lines)
+	p.lines = append(p.lines, CallLine{Name: c.Name, Args: c.Args, State: CallRunning})
 	p.mu.Unlock()
 	p.poke()
 }
 
-func (p *progress) ToolDone(step int, call tools.Call, res tools.Result, took time.Duration) {
+func (p *progress) ToolDone(c turn.Call) {
 	outcome := "ok"
-	if res.IsError {
+	if c.Failed {
 		outcome = "error"
 	}
-	label := toolLabel(call.Name, p.tools)
+	label := toolLabel(c.Name, toolSet(p.b.cfg.Turns.ToolNames()))
 	p.b.metrics.toolCalls.WithLabelValues(label, outcome).Inc()
-	p.b.metrics.toolSeconds.WithLabelValues(label).Observe(took.Seconds())
-	var url string
-	if p.link != nil {
-		url = p.link(p.ctx, call, res)
-	}
+	p.b.metrics.toolSeconds.WithLabelValues(label).Observe(c.Took.Seconds())
 	p.mu.Lock()
-	if i, ok := p.byID[call.ID]; ok {
+	if i, ok := p.byID[c.ID]; ok {
 		p.lines[i].State = CallOK
-		if res.IsError {
+		if c.Failed {
 			p.lines[i].State = CallFailed
 		}
-		p.lines[i].Summary = res.Summary
-		p.lines[i].URL = url
+		p.lines[i].Summary = c.Summary
+		p.lines[i].URL = c.Link
 	}
 	p.mu.Unlock()
 	p.poke()
 }
 
-func (p *progress) StepDone(step int, appended []llm.Message, usage llm.Usage) {
+func (p *progress) StepDone(s turn.Step) {
 	m := p.b.metrics
 	// A counter panics when asked to go down; whatever the model reported,
 	// a negative count counts nothing.
-	m.tokens.WithLabelValues("prompt").Add(float64(max(usage.PromptTokens, 0)))
-	m.tokens.WithLabelValues("cached").Add(float64(max(usage.CachedPromptTokens, 0)))
-	m.tokens.WithLabelValues("completion").Add(float64(max(usage.CompletionTokens, 0)))
+	m.tokens.WithLabelValues("prompt").Add(float64(max(s.Usage.PromptTokens, 0)))
+	m.tokens.WithLabelValues("cached").Add(float64(max(s.Usage.CachedPromptTokens, 0)))
+	m.tokens.WithLabelValues("completion").Add(float64(max(s.Usage.CompletionTokens, 0)))
 
 	p.mu.Lock()
 	p.timeStepLocked()
-	p.steps++
-	p.usage = p.usage.Add(usage)
 	p.stepMark, p.stepTimed = time.Now(), false
 	p.mu.Unlock()
-
-	p.observe(appended, usage)
-	if p.b.cfg.Recovery != RecoverReport && errors.Is(context.Cause(p.ctx), errShutdown) {
-		// The results of a step cut by shutdown say "cancelled"; stored
-		// without them, the calls are run again when the turn resumes.
-		appended = withoutCutResults(appended)
-	}
-
-	// Persisting as each step completes means a crash loses at most the
-	// step in flight. The store write is short; the loop waits for it.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := p.b.cfg.Store.AppendStep(ctx, p.turnID, appended, usage); err != nil {
-		if errors.Is(err, session.ErrTurnEnded) {
-			p.cancel(errTakenOver)
-		}
-		p.b.log.Error("persist a step", "thread", p.in.Key.String(), "turn", p.turnID, "step", step, "err", err)
-		p.mu.Lock()
-		if p.persist == nil {
-			p.persist = err
-		}
-		p.mu.Unlock()
-	}
-}
-
-// observe teaches the calibrator how far the estimate of the request that
-// produced this step was from the prompt tokens the server reported. The
-// request was the history so far plus any note the loop added before the
-// reply; a step made of two requests (an empty reply asked again) reports
-// their sum and is skipped.
-func (p *progress) observe(appended []llm.Message, usage llm.Usage) {
-	reply := slices.IndexFunc(appended, func(m llm.Message) bool { return m.Role == llm.RoleAssistant })
-	if p.reqHist != nil && reply == 0 && usage.PromptTokens > 0 {
-		p.b.cfg.Calibrator.Observe(p.b.cfg.Model, p.b.estimateRaw(p.reqHist), usage.PromptTokens)
-	}
-	p.reqHist = append(p.reqHist, appended...)
-}
-
-// withoutCutResults drops the tool results after the step's last tool call
-// message, leaving the calls unanswered for Resume to run again.
-func withoutCutResults(msgs []llm.Message) []llm.Message {
-	if !slices.ContainsFunc(msgs, func(m llm.Message) bool { return m.Role == llm.RoleAssistant && len(m.ToolCalls) > 0 }) {
-		return msgs
-	}
-	return slices.DeleteFunc(slices.Clone(msgs), func(m llm.Message) bool { return m.Role == llm.RoleTool })
 }
 
 // timeStepLocked observes the model's latency for the current step: the time
@@ -207,18 +122,6 @@ func (p *progress) poke() {
 func (p *progress) finish() {
 	p.once.Do(func() { close(p.done) })
 	<-p.finished
-}
-
-func (p *progress) totals() (steps, toolCalls int, usage llm.Usage) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.steps, p.toolCalls, p.usage
-}
-
-func (p *progress) persistErr() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.persist
 }
 
 func (p *progress) write() {
@@ -331,19 +234,14 @@ func toolLabel(name string, offered map[string]bool) string {
 	return name
 }
 
-// toolNames is the set of tools ans offers, when it says (agent.Agent
-// does, through Prefix); nil otherwise.
-func toolNames(ans Answerer) map[string]bool {
-	pa, ok := ans.(interface {
-		Prefix() (llm.Message, []llm.ToolSpec)
-	})
-	if !ok {
+// toolSet is names as a set; nil for none (not known yet).
+func toolSet(names []string) map[string]bool {
+	if names == nil {
 		return nil
 	}
-	_, specs := pa.Prefix()
-	names := make(map[string]bool, len(specs))
-	for _, s := range specs {
-		names[s.Name] = true
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
 	}
-	return names
+	return set
 }

@@ -12,9 +12,8 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/askrepo/askrepo/internal/agent"
-	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // What a thread is told about a turn a restart cut off. One sentence each.
@@ -81,8 +80,9 @@ func (b *Bot) recoverTurns(ctx context.Context, boot time.Time) {
 }
 
 // claim takes a recovered job's turn for this process, or reports false if
-// there is nothing (more) to do: another process claimed it, it is only
-// reported, or its answer is already in the thread. It is the guard against
+// there is nothing to do: another process claimed it, or it is only
+// reported. (announceRecovery then finds whether its answer is already in
+// the thread.) It is the guard against
 // answering twice: the store lets exactly one ContinueTurn (or EndTurn) of a
 // turn succeed, so two starts, or a start after a crash during recovery,
 // cannot both answer.
@@ -105,11 +105,18 @@ func (b *Bot) claim(ctx context.Context, j *job, turnID string, log *slog.Logger
 		b.lostClaim(err, log)
 		return false
 	}
-	sess, _, err := b.cfg.Store.Session(ctx, old.Key)
+	return true
+}
+
+// announceRecovery tells the thread that a claimed turn goes on, or
+// reports false when there is nothing more to do: its answer, stored
+// before the cut, is already in the thread. loaded is the session read
+// after the claim (err, if that failed: the turn fails with it next).
+func (b *Bot) announceRecovery(ctx context.Context, j *job, turnID string, loaded turn.Loaded, err error, log *slog.Logger) bool {
 	if err != nil {
-		log.Warn("load a recovered turn's session", "err", err) // the turn itself says so when it loads it again
+		log.Warn("load a recovered turn's session", "err", err)
 	}
-	if endsWithAnswer(sess.History) {
+	if turn.EndsWithAnswer(loaded.Session.History) {
 		// The crash came after the answer was stored: it may have been
 		// posted too, before the turn could be ended.
 		posted, err := b.answerPosted(ctx, j.in)
@@ -127,7 +134,7 @@ func (b *Bot) claim(ctx context.Context, j *job, turnID string, log *slog.Logger
 		return true // the answer goes out without a request, as if never cut
 	}
 	note := noteResuming
-	if rc.mode == RecoverRerun {
+	if j.recovered.mode == RecoverRerun {
 		note = noteRerunning
 	}
 	b.postOut(ctx, j.in, Outgoing{Text: note}, log)
@@ -140,63 +147,6 @@ func (b *Bot) lostClaim(err error, log *slog.Logger) {
 		return
 	}
 	log.Error("claim a cut-off turn; it stays for the next start", "err", err)
-}
-
-// resume runs a claimed turn to its answer: from its last persisted step
-// (RecoverResume) or from its question (RecoverRerun, which first drops the
-// steps already stored).
-//
-// The checkout is leased anew for the rest of the turn: it may be at a
-// newer commit than the steps already stored, and the session records it.
-func (b *Bot) resume(ctx context.Context, j *job, co *checkout, prog *progress) (answer string, err error) {
-	sess, ok, err := b.cfg.Store.Session(ctx, j.in.Key)
-	if err != nil {
-		return "", fmt.Errorf("load the thread's session: %w", err)
-	}
-	if !ok {
-		return "", fmt.Errorf("resume turn %s: the thread's session is gone (purged?)", j.recovered.turn.ID)
-	}
-	hist := sess.History
-	q := agent.QuestionIndex(hist)
-	if q < 0 {
-		return "", fmt.Errorf("resume turn %s: the history holds no question", j.recovered.turn.ID)
-	}
-	if endsWithAnswer(hist) {
-		return strings.TrimSpace(hist[len(hist)-1].Content), nil
-	}
-	if co.commit != "" && co.commit != sess.Commit {
-		if err := b.cfg.Store.SetCommit(ctx, j.in.Key, co.commit); err != nil {
-			b.log.Warn("record a session's commit", "thread", j.in.Key.String(), "err", err)
-		}
-	}
-	if j.recovered.mode == RecoverRerun && q < len(hist)-1 {
-		hist = slices.Clone(hist[:q+1])
-		if err := b.cfg.Store.ReplaceHistory(ctx, j.in.Key, hist); err != nil {
-			return "", fmt.Errorf("drop the steps of a turn to run it again: %w", err)
-		}
-	}
-	prog.reqHist = slices.Clone(hist)
-	var turn agent.Turn
-	if r, ok := co.ans.(Resumer); ok {
-		turn, err = r.Resume(ctx, hist, prog)
-	} else {
-		turn, err = co.ans.Run(ctx, hist[:q], hist[q], prog)
-	}
-	if err != nil {
-		return "", err
-	}
-	prog.hitMaxSteps = turn.HitMaxSteps
-	return turn.Answer, nil
-}
-
-// endsWithAnswer reports whether the last turn of h has its final answer.
-func endsWithAnswer(h []llm.Message) bool {
-	if len(h) == 0 {
-		return false
-	}
-	last := h[len(h)-1]
-	return last.Role == llm.RoleAssistant && len(last.ToolCalls) == 0 &&
-		strings.TrimSpace(last.Content) != "" && agent.QuestionIndex(h) < len(h)-1
 }
 
 // answerPosted reports whether the thread already shows the bot's answer to

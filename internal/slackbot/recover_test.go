@@ -14,6 +14,7 @@ import (
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // cutTurn leaves in store what a crash after step 1 leaves: a running turn
@@ -309,22 +310,6 @@ func TestShutdownThenResume(t *testing.T) {
 	checkHistory(t, sess.History)
 }
 
-func TestWithoutCutResults(t *testing.T) {
-	step := []llm.Message{
-		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "a", Name: "read_file"}, {ID: "b", Name: "list_files"}}},
-		{Role: llm.RoleTool, ToolCallID: "a", Content: "done"},
-		{Role: llm.RoleTool, ToolCallID: "b", Content: "cancelled: the turn was stopped before this call finished"},
-	}
-	got := withoutCutResults(step)
-	if len(got) != 1 || len(got[0].ToolCalls) != 2 || len(step) != 3 {
-		t.Errorf("withoutCutResults = %+v (input now %d long); want the calls alone, input untouched", got, len(step))
-	}
-	answer := []llm.Message{{Role: llm.RoleAssistant, Content: "a"}}
-	if got := withoutCutResults(answer); len(got) != 1 {
-		t.Errorf("an answer step lost messages: %+v", got)
-	}
-}
-
 // A long thread crosses the context budget: it is compacted once, between
 // turns, keeping every question and answer verbatim; every other request
 // starts with the previous request's messages byte for byte, and the tools
@@ -342,7 +327,7 @@ func TestCompactionKeepsPrefixStable(t *testing.T) {
 		}
 		return llmtest.Reply{Calls: []llmtest.Call{{Name: "read_file", Args: `{"path":"big.txt"}`}}, Usage: &llmtest.Usage{Prompt: prompt, Output: 20}}
 	}
-	h := newHarness(t, harnessOpts{script: script, files: map[string]string{"big.txt": big}, cfg: func(c *Config) { c.ContextBudget = 6000 }})
+	h := newHarness(t, harnessOpts{script: script, files: map[string]string{"big.txt": big}, runner: func(c *turn.Config) { c.Budget = 6000 }})
 	questions := []string{"first question?", "second question?", "third question?", "fourth question?"}
 	root := h.mention("C1", questions[0], "")
 	h.waitTurns(1)

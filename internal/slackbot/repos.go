@@ -2,17 +2,15 @@ package slackbot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/askrepo/askrepo/internal/repos"
-	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // Outcomes of a question that is not answered because of its repository:
@@ -46,12 +44,11 @@ type binding struct {
 // default or the repo the question names; a thread with a session stays on
 // its repo, and a follow-up that names another is told to start a new
 // thread, since one thread is one conversation about one repository.
-func (b *Bot) bind(ctx context.Context, j *job) (binding, error) {
+//
+// loaded is the thread's session, as the turn read it.
+func (b *Bot) bind(j *job, loaded turn.Loaded) (binding, error) {
 	in := j.in
-	sess, ok, err := b.cfg.Store.Session(ctx, in.Key)
-	if err != nil {
-		return binding{}, fmt.Errorf("load the thread's session: %w", err)
-	}
+	sess, ok := loaded.Session, loaded.Found
 	channel := in.Key.Channel
 	if j.recovered != nil {
 		// Its question was stored without the choice; its repo is the
@@ -127,112 +124,23 @@ func sentence(s string) string {
 type checkout struct {
 	repo   string
 	commit string
-	ans    Answerer
 	lease  *repos.Lease
 	// notes say what the answer's citations cannot show (repos.Checked),
 	// for the footer.
 	notes []string
 }
 
-// checkout leases repo for a turn and builds its agent. Release it when
-// the turn ends.
+// checkout leases repo for a turn. Release it when the turn ends.
 func (b *Bot) checkout(ctx context.Context, repo string) (*checkout, error) {
 	l, err := b.cfg.Repos.Acquire(ctx, repo)
 	if err != nil {
 		return nil, fmt.Errorf("lease repository %s: %w", repo, err)
 	}
-	ans, err := b.cfg.NewAnswerer(l.Workspace)
-	if err != nil {
-		l.Release()
-		return nil, fmt.Errorf("build the agent over %s: %w", repo, err)
-	}
-	b.prefixOnce.Do(func() {
-		if p, ok := ans.(prefixer); ok {
-			b.system, b.tools = p.Prefix()
-		}
-	})
-	return &checkout{repo: repo, commit: l.Commit, ans: ans, lease: l}, nil
+	return &checkout{repo: repo, commit: l.Commit, lease: l}, nil
 }
 
 func (c *checkout) release() {
 	if c != nil {
 		c.lease.Release()
 	}
-}
-
-// cite rewrites the answer's citations against the checkout: permalinks at
-// the turn's commit, flags for what is not there. If the checkout cannot
-// be read the answer goes out as written, and the log says why.
-func (b *Bot) cite(ctx context.Context, c *checkout, answer string) string {
-	checked, err := c.lease.CheckAnswer(ctx, answer)
-	if err != nil {
-		b.log.Warn("check an answer's citations; posting it unchecked", "repo", c.repo, "commit", c.commit, "err", err)
-		return answer
-	}
-	b.metrics.citations.WithLabelValues("valid").Add(float64(checked.Valid))
-	b.metrics.citations.WithLabelValues("flagged").Add(float64(checked.Invalid))
-	c.notes = checked.Notes
-	return checked.Markdown
-}
-
-// link is the permalink for the file a successful call read, for its
-// context line: read_file with the lines it showed, git_blame with the
-// lines it blamed, list_files to the directory. Other calls name no one
-// file, and a call that failed links nothing.
-func (c *checkout) link(ctx context.Context, call tools.Call, res tools.Result) string {
-	if res.IsError {
-		return ""
-	}
-	var a struct {
-		Path   string `json:"path"`
-		Offset int    `json:"offset"`
-		Limit  int    `json:"limit"`
-		Start  int    `json:"start"`
-		End    int    `json:"end"`
-		Commit string `json:"commit"`
-	}
-	if json.Unmarshal(call.Input, &a) != nil {
-		return ""
-	}
-	switch call.Name {
-	case tools.ReadFileName:
-		if a.Path == "" {
-			return ""
-		}
-		start, end := 0, 0
-		if a.Offset > 1 || a.Limit > 0 || strings.Contains(res.Content, "; continue with offset=") {
-			start, end = shownLines(res.Content)
-		}
-		return c.lease.Permalink(ctx, a.Path, start, end, false)
-	case tools.GitBlameName:
-		// git_blame may look at another commit; only the turn's own is
-		// linked.
-		if a.Path == "" || (a.Commit != "" && a.Commit != "HEAD" && (len(a.Commit) < 7 || !strings.HasPrefix(c.commit, a.Commit))) {
-			return ""
-		}
-		return c.lease.Permalink(ctx, a.Path, a.Start, max(a.End, a.Start), false)
-	case tools.ListFilesName:
-		return c.lease.Permalink(ctx, a.Path, 0, 0, true)
-	}
-	return ""
-}
-
-// shownLines is the first and last line number of read_file's output,
-// whose lines start "N\t"; 0, 0 when it shows none.
-func shownLines(out string) (first, last int) {
-	for line := range strings.SplitSeq(out, "\n") {
-		num, _, ok := strings.Cut(line, "\t")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(num)
-		if err != nil || n <= 0 {
-			continue
-		}
-		if first == 0 {
-			first = n
-		}
-		last = n
-	}
-	return first, last
 }

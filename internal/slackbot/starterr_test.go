@@ -11,7 +11,6 @@ import (
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
-	"github.com/askrepo/askrepo/internal/tools"
 )
 
 // A start that cannot reach Slack must say so, and not send the operator to
@@ -55,7 +54,7 @@ func TestStartBlamesTheTokenOnlyWhenSlackRefusesIt(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs syncBuffer
-			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: tt.url, HTTPClient: tt.client, Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory(),
+			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: tt.url, HTTPClient: tt.client, Repos: newTestRepos(t, nil), Turns: idleTurns(t, session.NewMemory()), Store: session.NewMemory(),
 				Logger: logging.New(&logs, "json", slog.LevelDebug)})
 			if err != nil {
 				t.Fatal(err)
@@ -93,7 +92,7 @@ func TestAppTokenShapeSaysWhatOneLooksLike(t *testing.T) {
 		{"xoxp-1-secret", []string{"xapp-", "user token (xoxp-)"}, []string{"secret", "bot token"}},
 	}
 	for _, tt := range tests {
-		_, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: tt.token, Repos: newTestRepos(t, nil), NewAnswerer: withAnswerer(nopAnswerer{}), Store: session.NewMemory()})
+		_, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: tt.token, Repos: newTestRepos(t, nil), Turns: idleTurns(t, session.NewMemory()), Store: session.NewMemory()})
 		if err == nil {
 			t.Fatalf("New with app token %q = nil error", tt.token)
 		}
@@ -110,24 +109,24 @@ func TestAppTokenShapeSaysWhatOneLooksLike(t *testing.T) {
 	}
 }
 
-// The bot answers only about configured repositories, with an agent built
+// The bot answers only about configured repositories, with turns run
 // over each turn's checkout: New says which of the two is missing.
-func TestNewNeedsReposAndNewAnswerer(t *testing.T) {
+func TestNewNeedsReposAndTurns(t *testing.T) {
 	rs := newTestRepos(t, nil)
 	tests := []struct {
 		name    string
 		repos   Repos
-		newAns  func(*tools.Workspace) (Answerer, error)
+		turns   Turns
 		want    []string
 		notWant []string
 	}{
-		{"neither", nil, nil, []string{"no Repos", "no NewAnswerer"}, nil},
-		{"no repos", nil, withAnswerer(nopAnswerer{}), []string{"no Repos"}, []string{"NewAnswerer"}},
-		{"no agent", rs, nil, []string{"no NewAnswerer"}, []string{"no Repos"}},
+		{"neither", nil, nil, []string{"no Repos", "no Turns"}, nil},
+		{"no repos", nil, idleTurns(t, session.NewMemory()), []string{"no Repos"}, []string{"Turns"}},
+		{"no agent", rs, nil, []string{"no Turns"}, []string{"no Repos"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, Store: session.NewMemory(), Repos: tt.repos, NewAnswerer: tt.newAns})
+			_, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, Store: session.NewMemory(), Repos: tt.repos, Turns: tt.turns})
 			if err == nil {
 				t.Fatal("New = nil error")
 			}

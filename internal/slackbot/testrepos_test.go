@@ -2,11 +2,16 @@ package slackbot
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/repos"
+	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // testRepoName is the repository every test bot serves, in every channel
@@ -32,7 +37,26 @@ func newTestRepos(t testing.TB, files map[string]string) *repos.Manager {
 	return m
 }
 
-// withAnswerer is a NewAnswerer that gives every checkout ans.
-func withAnswerer(ans Answerer) func(*tools.Workspace) (Answerer, error) {
-	return func(*tools.Workspace) (Answerer, error) { return ans, nil }
+// testTools are the tools of every test bot's turns, over a lease's
+// workspace, as cmd/bot builds them (fewer of them).
+func testTools(ws *tools.Workspace) agent.Toolbox {
+	return tools.NewRegistry(tools.NewReadFile(ws), tools.NewListFiles(ws))
+}
+
+// idleTurns runs the turns of a bot whose test stops before any turn runs,
+// over store: its model refuses every request.
+func idleTurns(t testing.TB, store session.Store) *turn.Runner {
+	t.Helper()
+	r, err := turn.New(turn.Config{Store: store, Agent: agent.Config{Model: refusingModel{}}, Tools: testTools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// refusingModel is a model that is never meant to be asked.
+type refusingModel struct{}
+
+func (refusingModel) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, errors.New("this test's model is not meant to be asked")
 }

@@ -1,4 +1,4 @@
-package slackbot
+package turn
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 func TestCallLink(t *testing.T) {
 	const sha = "0123456789abcdef0123456789abcdef01234567"
 	base := "https://github.com/acme/pay/blob/" + sha + "/"
-	co := &checkout{commit: sha, lease: &repos.Lease{Commit: sha, Web: cite.Web{Base: "https://github.com/acme/pay", Kind: cite.KindGitHub}}}
+	lease := &repos.Lease{Commit: sha, Web: cite.Web{Base: "https://github.com/acme/pay", Kind: cite.KindGitHub}}
 	for _, tc := range []struct {
 		name    string
 		tool    string
@@ -38,14 +38,14 @@ func TestCallLink(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, _ := json.Marshal(tc.args)
-			got := co.link(t.Context(), tools.Call{Name: tc.tool, Input: in}, tools.Result{Content: tc.content, IsError: tc.failed})
+			got := link(t.Context(), lease, tools.Call{Name: tc.tool, Input: in}, tools.Result{Content: tc.content, IsError: tc.failed})
 			if got != tc.want {
 				t.Errorf("link = %q\nwant   %q", got, tc.want)
 			}
 		})
 	}
-	noWeb := &checkout{commit: sha, lease: &repos.Lease{Commit: sha}}
-	if got := noWeb.link(t.Context(), tools.Call{Name: tools.ReadFileName, Input: json.RawMessage(`{"path":"a.go"}`)}, tools.Result{}); got != "" {
+	noWeb := &repos.Lease{Commit: sha}
+	if got := link(t.Context(), noWeb, tools.Call{Name: tools.ReadFileName, Input: json.RawMessage(`{"path":"a.go"}`)}, tools.Result{}); got != "" {
 		t.Errorf("without a web view, link = %q, want none", got)
 	}
 }
