@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/budget"
@@ -136,6 +137,10 @@ func toolbox(ws *tools.Workspace) agent.Toolbox {
 	)
 }
 
+// clock dates the context a thread's first question carries to the model;
+// tests stop it, to compare what two front ends send byte for byte.
+var clock = time.Now
+
 // newRunner builds the turn runner over store: the same one runs the
 // terminal's turns and Slack's, so both send the model the same bytes for
 // the same history.
@@ -153,6 +158,7 @@ func (c *core) newRunner(store turn.Store) (*turn.Runner, error) {
 		Budget:     c.budget,
 		Calibrator: c.cal,
 		Model:      c.name,
+		Now:        clock,
 	})
 }
 
