@@ -31,6 +31,13 @@ func TestImportRules(t *testing.T) {
 		{"only internal/slackbot imports slack-go", func(pkg, dep string) bool {
 			return strings.HasPrefix(dep, "github.com/slack-go/slack") && !strings.HasPrefix(pkg, "internal/slackbot")
 		}},
+		{"internal/slackbot and its packages do not import internal/tools: what a tool read comes with the turn's events", func(pkg, dep string) bool {
+			return strings.HasPrefix(pkg, "internal/slackbot") && dep == mod+"internal/tools"
+		}},
+		{"internal/turn imports neither slack-go nor internal/slackbot: a turn knows nothing of where its question came from", func(pkg, dep string) bool {
+			return strings.HasPrefix(pkg, "internal/turn") &&
+				(strings.HasPrefix(dep, "github.com/slack-go/slack") || strings.HasPrefix(dep, mod+"internal/slackbot") || strings.HasPrefix(dep, mod+"cmd/"))
+		}},
 		{"internal/gitexec imports no other internal package", func(pkg, dep string) bool {
 			return strings.HasPrefix(pkg, "internal/gitexec") && strings.HasPrefix(dep, mod+"internal/") && !strings.HasPrefix(dep, mod+"internal/gitexec")
 		}},

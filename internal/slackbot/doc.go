@@ -1,7 +1,11 @@
-// Package slackbot is the Slack side of askrepo: it holds a Socket Mode
-// connection, turns mentions, thread follow-ups and DMs into agent turns (one
-// thread is one session), shows each tool call as a context line in the
-// thread, and posts the answer.
+// Package slackbot is the Slack adapter of askrepo: it holds a Socket Mode
+// connection, turns mentions, thread follow-ups and DMs into turns (one
+// thread is one session), and does Slack's part of each: reactions, the
+// status line, the tool calls as context lines with a Stop button, the
+// answer's messages, and the one sentence that says why there is none. The
+// turn itself (the session, the preamble, compaction, the agent, the
+// persisted steps, the citation check) is internal/turn's Runner, which
+// this package drives through the Turns interface.
 //
 // The flow of one message is: the read loop filters it (pure functions in
 // filter.go), records it in the session store's inbox, which dedupes it,
@@ -16,7 +20,10 @@
 // default, or the one its first question names with "in NAME:"), and each
 // turn holds a lease on that repository's checkout from start to end: the
 // tools, the citations in the answer and the footer all see one commit.
+// With Config.Shared, replicas share threads through the store (see
+// replica.go); alone, a start recovers the turns a restart cut off.
 //
-// It is the only package that imports slack-go. It imports agent, llm,
-// repos, session and tools for their types, and nothing from cmd.
+// It is the only package that imports slack-go. It imports turn, agent,
+// llm, repos and session for their types and errors; never tools (what a
+// tool read comes with the turn's events), and nothing from cmd.
 package slackbot
