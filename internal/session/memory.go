@@ -77,20 +77,15 @@ func (m *Memory) lock() error {
 }
 
 func (m *Memory) Session(ctx context.Context, key Key) (Session, bool, error) {
-	if err := m.lock(); err != nil {
-		return Session{}, false, err
-	}
-	defer m.mu.Unlock()
-	s, ok := m.sessions[key]
-	if !ok {
-		return Session{}, false, nil
-	}
-	out := *s
-	out.History = cloneMessages(s.History)
-	return out, true, nil
+	return m.session(key, true)
 }
 
 func (m *Memory) SessionInfo(ctx context.Context, key Key) (Session, bool, error) {
+	return m.session(key, false)
+}
+
+// session is a copy of key's session, with a copy of its history or none.
+func (m *Memory) session(key Key, history bool) (Session, bool, error) {
 	if err := m.lock(); err != nil {
 		return Session{}, false, err
 	}
@@ -101,6 +96,9 @@ func (m *Memory) SessionInfo(ctx context.Context, key Key) (Session, bool, error
 	}
 	out := *s
 	out.History = nil
+	if history {
+		out.History = cloneMessages(s.History)
+	}
 	return out, true, nil
 }
 
