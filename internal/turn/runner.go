@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/agent"
@@ -62,8 +63,9 @@ type Config struct {
 type Runner struct {
 	cfg Config
 
+	// names are the offered tools' names, from the first agent built.
 	namesOnce sync.Once
-	names     []string
+	names     atomic.Pointer[[]string]
 }
 
 // New checks cfg and builds a Runner.
@@ -99,7 +101,12 @@ func (r *Runner) ModelName() string { return r.cfg.Model }
 // ToolNames are the names of the tools a turn offers the model; nil until
 // the first turn has built them. The model may name any tool: only these
 // exist.
-func (r *Runner) ToolNames() []string { return slices.Clone(r.names) }
+func (r *Runner) ToolNames() []string {
+	if p := r.names.Load(); p != nil {
+		return slices.Clone(*p)
+	}
+	return nil
+}
 
 // Loaded is a thread's session as a turn starts from it.
 type Loaded struct {
@@ -277,9 +284,11 @@ func (r *Runner) newAgent(req Request) (*agent.Agent, error) {
 	}
 	r.namesOnce.Do(func() {
 		_, specs := a.Prefix()
+		names := make([]string, 0, len(specs))
 		for _, s := range specs {
-			r.names = append(r.names, s.Name)
+			names = append(names, s.Name)
 		}
+		r.names.Store(&names)
 	})
 	return a, nil
 }
