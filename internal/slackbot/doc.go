@@ -5,7 +5,9 @@
 // answer's messages, and the one sentence that says why there is none. The
 // turn itself (the session, the preamble, compaction, the agent, the
 // persisted steps, the citation check) is internal/turn's Runner, which
-// this package drives through the Turns interface.
+// this package drives through the Turns interface. What the messages hold
+// is rendered by the render subpackage; this package posts, updates and
+// retries them.
 //
 // The flow of one message is: the read loop filters it (pure functions in
 // filter.go), records it in the session store's inbox, which dedupes it,
@@ -23,7 +25,8 @@
 // With Config.Shared, replicas share threads through the store (see
 // replica.go); alone, a start recovers the turns a restart cut off.
 //
-// It is the only package that imports slack-go. It imports turn, agent,
-// llm, repos and session for their types and errors; never tools (what a
-// tool read comes with the turn's events), and nothing from cmd.
+// It and its subpackages are the only packages that import slack-go. It
+// imports turn, agent, llm, repos and session for their types and errors;
+// never tools (what a tool read comes with the turn's events), and nothing
+// from cmd.
 package slackbot

@@ -13,6 +13,7 @@ import (
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
@@ -364,7 +365,7 @@ func TestStopClickRefusedFromOutside(t *testing.T) {
 		t.Helper()
 		env := h.slack.ClickButton(slacktest.ButtonClick{
 			User: user, Channel: channel, MessageTS: progress.TS, ThreadTS: root,
-			ActionID: stopActionID, BlockID: StopBlockID, Value: stopValue(progress), Text: "Stop",
+			ActionID: stopActionID, BlockID: render.StopBlockID, Value: stopValue(progress), Text: "Stop",
 		})
 		if _, err := h.slack.WaitAck(h.ctx(), env); err != nil {
 			t.Fatal(err)
@@ -440,7 +441,7 @@ func TestStopButtonCancelsTurn(t *testing.T) {
 	progress := st.BotMessages("C1", root, slacktest.DefaultBotID)[0]
 	env := h.slack.ClickButton(slacktest.ButtonClick{
 		User: "U7", Channel: "C1", MessageTS: progress.TS, ThreadTS: root,
-		ActionID: stopActionID, BlockID: StopBlockID, Value: stopValue(progress), Text: "Stop",
+		ActionID: stopActionID, BlockID: render.StopBlockID, Value: stopValue(progress), Text: "Stop",
 	})
 	if _, err := h.slack.WaitAck(h.ctx(), env); err != nil {
 		t.Fatal(err)

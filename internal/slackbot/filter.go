@@ -156,3 +156,6 @@ func (b *Bot) allowed(in inbound) bool {
 	}
 	return true
 }
+
+// isIDByte reports whether c can be part of a Slack ID (upper case, digits).
+func isIDByte(c byte) bool { return 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack/slackevents"
+
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 )
 
 // The intake: from an event recorded and acked by the read loop (see
@@ -264,7 +266,7 @@ func (b *Bot) background(f func(ctx context.Context)) {
 }
 
 func (b *Bot) postNote(ctx context.Context, in inbound, text string) {
-	if _, err := b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, Outgoing{Text: text}); err != nil {
+	if _, err := b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, render.Outgoing{Text: text}); err != nil {
 		b.log.Error("post a note", "thread", in.Key.String(), "err", err)
 	}
 }

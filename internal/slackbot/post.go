@@ -11,6 +11,8 @@ import (
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/turn"
 	"github.com/slack-go/slack"
+
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 )
 
 // refusedContent reports whether Slack refused a message for its content,
@@ -23,8 +25,8 @@ func refusedContent(err error) bool {
 // plainPart is an answer message reduced to its fallback text, which is
 // mrkdwn within the limits of a message's text, with a note that says
 // why it looks plain.
-func plainPart(m Outgoing) Outgoing {
-	return Outgoing{Text: m.Text + "\n_(Slack refused this part of the answer as formatted; it is shown as plain text.)_"}
+func plainPart(m render.Outgoing) render.Outgoing {
+	return render.Outgoing{Text: m.Text + "\n_(Slack refused this part of the answer as formatted; it is shown as plain text.)_"}
 }
 
 // postAnswer posts the answer's messages after the first posted (those a
@@ -34,7 +36,7 @@ func plainPart(m Outgoing) Outgoing {
 //
 // thread is the thread's usage totals, this turn's included.
 func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *checkout, res turnResult, thread llm.Usage, posted int, took time.Duration, log *slog.Logger) {
-	f := Footer{
+	f := render.Footer{
 		Steps:            res.steps,
 		ToolCalls:        res.toolCalls,
 		PromptTokens:     res.usage.PromptTokens,
@@ -56,7 +58,7 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 	if co.lease.Web.Base != "" {
 		home = append(home, co.lease.Web.Base)
 	}
-	msgs := AnswerMessages(answer, f, home...)
+	msgs := render.AnswerMessages(answer, f, home...)
 	if posted > 0 {
 		log.Info("posting the rest of an answer a restart cut off", "parts", len(msgs), "posted", posted)
 	}
@@ -93,7 +95,7 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 	}
 }
 
-func (b *Bot) postOut(ctx context.Context, in inbound, m Outgoing, log *slog.Logger) {
+func (b *Bot) postOut(ctx context.Context, in inbound, m render.Outgoing, log *slog.Logger) {
 	if _, err := b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, m); err != nil {
 		log.Error("post to the thread", "err", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 	"github.com/slack-go/slack"
 )
 
@@ -116,7 +117,7 @@ func orDefaultDuration(d, def time.Duration) time.Duration {
 // Post posts m to channel, as a reply in the thread threadTS when that is
 // set, and returns the new message's ts. Link and media previews are off:
 // answers often link files, and a preview per link would bury the thread.
-func (p *Poster) Post(ctx context.Context, channel, threadTS string, m Outgoing) (string, error) {
+func (p *Poster) Post(ctx context.Context, channel, threadTS string, m render.Outgoing) (string, error) {
 	const method = "chat.postMessage"
 	opts := []slack.MsgOption{
 		slack.MsgOptionText(m.Text, false),
@@ -148,7 +149,7 @@ func (p *Poster) Post(ctx context.Context, channel, threadTS string, m Outgoing)
 
 // Update replaces the content of the message ts in channel with m. An empty
 // m.Blocks removes the message's blocks.
-func (p *Poster) Update(ctx context.Context, channel, ts string, m Outgoing) error {
+func (p *Poster) Update(ctx context.Context, channel, ts string, m render.Outgoing) error {
 	key := msgKey{channel, ts}
 	p.mu.Lock()
 	st := p.msgs[key]
@@ -193,7 +194,7 @@ func (p *Poster) Update(ctx context.Context, channel, ts string, m Outgoing) err
 	return nil
 }
 
-func (p *Poster) update(ctx context.Context, channel, ts string, m Outgoing) error {
+func (p *Poster) update(ctx context.Context, channel, ts string, m render.Outgoing) error {
 	const method = "chat.update"
 	opts := []slack.MsgOption{
 		slack.MsgOptionText(m.Text, false),
@@ -231,7 +232,7 @@ type msgState struct {
 	refs   int           // Update calls in progress for the message
 	seq    uint64        // version of latest
 	sent   uint64        // latest version Slack has
-	latest Outgoing
+	latest render.Outgoing
 }
 
 // rateLimited reports whether err is Slack asking us to slow down, and for

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 	"github.com/google/go-cmp/cmp"
 	"github.com/slack-go/slack"
 )
@@ -187,7 +188,7 @@ func TestPosterPost(t *testing.T) {
 			h := &hooks{}
 			p := testPoster(t, f, h)
 
-			ts, err := p.Post(t.Context(), "C1", "1699999999.000100", Outgoing{Text: "hi"})
+			ts, err := p.Post(t.Context(), "C1", "1699999999.000100", render.Outgoing{Text: "hi"})
 			if (err != nil) != c.wantErr {
 				t.Fatalf("Post() error = %v, want error: %v", err, c.wantErr)
 			}
@@ -213,7 +214,7 @@ func TestPosterPost(t *testing.T) {
 func TestPosterPostErrorsCarrySlackError(t *testing.T) {
 	f := newFakeWebAPI(t)
 	f.replies("chat.postMessage", "msg_too_long")
-	_, err := testPoster(t, f, &hooks{}).Post(t.Context(), "C1", "", Outgoing{Text: "x"})
+	_, err := testPoster(t, f, &hooks{}).Post(t.Context(), "C1", "", render.Outgoing{Text: "x"})
 	se, ok := errors.AsType[slack.SlackErrorResponse](err)
 	if !ok || se.Err != "msg_too_long" {
 		t.Fatalf("Post() error = %v, want a slack.SlackErrorResponse with msg_too_long", err)
@@ -227,11 +228,11 @@ func TestPosterPostErrorsCarrySlackError(t *testing.T) {
 // body, the thread, the fallback text, unfurling off, and the blocks as JSON
 // that decodes back to the same blocks.
 func TestPosterPostWireFormat(t *testing.T) {
-	msgs := []Outgoing{
-		ProgressMessages([]CallLine{{Name: "read_file", Args: `{"path":"a & b.go"}`, State: CallOK, Summary: "3 lines"}},
-			ProgressOptions{StopActionID: "askrepo_stop", StopValue: "turn-1", Status: "Working…"})[0],
-		AnswerMessages("# Title\n\n**bold** <!here>\n\n| a | b |\n|---|---|\n| 1 | 2 |", Footer{Steps: 1, PromptTokens: 10, CompletionTokens: 2})[0],
-		ErrorMessage("It broke.", "r1"),
+	msgs := []render.Outgoing{
+		render.ProgressMessages([]render.CallLine{{Name: "read_file", Args: `{"path":"a & b.go"}`, State: render.CallOK, Summary: "3 lines"}},
+			render.ProgressOptions{StopActionID: "askrepo_stop", StopValue: "turn-1", Status: "Working…"})[0],
+		render.AnswerMessages("# Title\n\n**bold** <!here>\n\n| a | b |\n|---|---|\n| 1 | 2 |", render.Footer{Steps: 1, PromptTokens: 10, CompletionTokens: 2})[0],
+		render.ErrorMessage("It broke.", "r1"),
 	}
 	for i, m := range msgs {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -267,7 +268,7 @@ func TestPosterPostWireFormat(t *testing.T) {
 
 func TestPosterPostWithoutThread(t *testing.T) {
 	f := newFakeWebAPI(t)
-	if _, err := testPoster(t, f, &hooks{}).Post(t.Context(), "C1", "", Outgoing{Text: "top level"}); err != nil {
+	if _, err := testPoster(t, f, &hooks{}).Post(t.Context(), "C1", "", render.Outgoing{Text: "top level"}); err != nil {
 		t.Fatal(err)
 	}
 	form := f.recorded()[0].form
@@ -284,7 +285,7 @@ func TestPosterWaitsRetryAfter(t *testing.T) {
 	f.replies("chat.postMessage", "429:1")
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, err := testPoster(t, f, &hooks{}).Post(ctx, "C1", "", Outgoing{Text: "x"})
+	_, err := testPoster(t, f, &hooks{}).Post(ctx, "C1", "", render.Outgoing{Text: "x"})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Post() error = %v, want the context's deadline", err)
 	}
@@ -314,7 +315,7 @@ func TestPosterUpdate(t *testing.T) {
 			f := newFakeWebAPI(t)
 			f.replies("chat.update", c.replies...)
 			h := &hooks{}
-			m := ProgressMessages([]CallLine{{Name: "read_file", Args: `{"path":"a"}`, State: CallOK}}, ProgressOptions{})[0]
+			m := render.ProgressMessages([]render.CallLine{{Name: "read_file", Args: `{"path":"a"}`, State: render.CallOK}}, render.ProgressOptions{})[0]
 			err := testPoster(t, f, h).Update(t.Context(), "C1", "1700000000.000001", m)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("Update() error = %v, want error: %v", err, c.wantErr)
@@ -337,7 +338,7 @@ func TestPosterUpdate(t *testing.T) {
 
 func TestPosterUpdateClearsBlocks(t *testing.T) {
 	f := newFakeWebAPI(t)
-	if err := testPoster(t, f, &hooks{}).Update(t.Context(), "C1", "1.2", Outgoing{Text: "plain now"}); err != nil {
+	if err := testPoster(t, f, &hooks{}).Update(t.Context(), "C1", "1.2", render.Outgoing{Text: "plain now"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.recorded()[0].form.Get("blocks"); got != "[]" {
@@ -356,7 +357,7 @@ func TestPosterUpdateCoalesces(t *testing.T) {
 
 	errs := make(chan error, 4)
 	update := func(v int) {
-		errs <- p.Update(t.Context(), "C1", "1.2", Outgoing{Text: fmt.Sprintf("v%d", v)})
+		errs <- p.Update(t.Context(), "C1", "1.2", render.Outgoing{Text: fmt.Sprintf("v%d", v)})
 	}
 	go update(1)
 	if m := <-f.arrived; m != "chat.update" {
@@ -402,16 +403,16 @@ func TestPosterPacesPerChannel(t *testing.T) {
 	f := newFakeWebAPI(t)
 	p := NewPoster(f.client(), PosterOptions{PostInterval: time.Hour, Burst: 2})
 	for range 2 {
-		if _, err := p.Post(t.Context(), "C1", "", Outgoing{Text: "x"}); err != nil {
+		if _, err := p.Post(t.Context(), "C1", "", render.Outgoing{Text: "x"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 	defer cancel()
-	if _, err := p.Post(ctx, "C1", "", Outgoing{Text: "x"}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := p.Post(ctx, "C1", "", render.Outgoing{Text: "x"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("third post = %v, want it held back until the context ended", err)
 	}
-	if _, err := p.Post(t.Context(), "C2", "", Outgoing{Text: "x"}); err != nil {
+	if _, err := p.Post(t.Context(), "C2", "", render.Outgoing{Text: "x"}); err != nil {
 		t.Fatalf("post to another channel: %v", err)
 	}
 	if got := len(f.recorded()); got != 3 {

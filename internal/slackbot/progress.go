@@ -11,6 +11,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/askrepo/askrepo/internal/turn"
+
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 )
 
 // progress is the turn.Observer of one turn: it only shows and counts. It
@@ -25,7 +27,7 @@ type progress struct {
 	turnID string
 
 	mu        sync.Mutex
-	lines     []CallLine
+	lines     []render.CallLine
 	byID      map[string]int
 	stepMark  time.Time // when the current model request began
 	stepTimed bool      // its latency is observed
@@ -35,9 +37,9 @@ type progress struct {
 	finished chan struct{}
 	once     sync.Once
 
-	sent []string   // owned by the writer: JSON of each posted message
-	ts   []string   // owned by the writer: ts of each posted message
-	out  []Outgoing // owned by the writer: each posted message as sent
+	sent []string          // owned by the writer: JSON of each posted message
+	ts   []string          // owned by the writer: ts of each posted message
+	out  []render.Outgoing // owned by the writer: each posted message as sent
 }
 
 var _ turn.Observer = (*progress)(nil)
@@ -61,7 +63,7 @@ func (p *progress) ToolStarted(c turn.Call) {
 	p.mu.Lock()
 	p.timeStepLocked()
 	p.byID[c.ID] = len(p.lines)
-	p.lines = append(p.lines, CallLine{Name: c.Name, Args: c.Args, State: CallRunning})
+	p.lines = append(p.lines, render.CallLine{Name: c.Name, Args: c.Args, State: render.CallRunning})
 	p.mu.Unlock()
 	p.poke()
 }
@@ -76,9 +78,9 @@ func (p *progress) ToolDone(c turn.Call) {
 	p.b.metrics.toolSeconds.WithLabelValues(label).Observe(c.Took.Seconds())
 	p.mu.Lock()
 	if i, ok := p.byID[c.ID]; ok {
-		p.lines[i].State = CallOK
+		p.lines[i].State = render.CallOK
 		if c.Failed {
-			p.lines[i].State = CallFailed
+			p.lines[i].State = render.CallFailed
 		}
 		p.lines[i].Summary = c.Summary
 		p.lines[i].URL = c.Link
@@ -150,21 +152,21 @@ func (p *progress) write() {
 // that are new, edits those whose content changed.
 func (p *progress) flush(final bool) {
 	p.mu.Lock()
-	lines := append([]CallLine(nil), p.lines...)
+	lines := append([]render.CallLine(nil), p.lines...)
 	p.mu.Unlock()
 	if len(lines) == 0 {
 		return
 	}
-	opts := ProgressOptions{StopActionID: stopActionID, StopValue: p.turnID}
+	opts := render.ProgressOptions{StopActionID: stopActionID, StopValue: p.turnID}
 	if final {
-		opts = ProgressOptions{}
+		opts = render.ProgressOptions{}
 	}
 	// Posts and edits outlive a Stop or a timeout (the thread must end up
 	// right), but not the final grace after a shutdown cut.
 	ctx, cancel := context.WithTimeout(p.b.slackCtx, time.Minute)
 	defer cancel()
 	ch, thread := p.in.Key.Channel, p.in.Key.Thread
-	msgs := ProgressMessages(lines, opts)
+	msgs := render.ProgressMessages(lines, opts)
 	if final {
 		// Rendering splits the same way with and without the button, so
 		// this finds nothing; should that ever change, a posted message
@@ -206,7 +208,7 @@ func (p *progress) flush(final bool) {
 }
 
 // withoutActions is m without its Stop button.
-func withoutActions(m Outgoing) Outgoing {
+func withoutActions(m render.Outgoing) render.Outgoing {
 	m.Blocks = slices.DeleteFunc(slices.Clone(m.Blocks), func(b slack.Block) bool { return b.BlockType() == slack.MBTAction })
 	return m
 }

@@ -2,6 +2,7 @@ package slackbot
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -51,7 +52,11 @@ func TestTurnReadsItsSessionOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "thread: " + tokensIn(sess.Usage.PromptTokens, sess.Usage.CachedPromptTokens, "in") + ", " + fmtCount(sess.Usage.CompletionTokens) + " out"
+	u := sess.Usage
+	if u.PromptTokens >= 1000 || u.CompletionTokens >= 1000 || u.CachedPromptTokens != 0 {
+		t.Fatalf("the scripted model's usage %+v is not the small uncached count this check spells out", u)
+	}
+	want := fmt.Sprintf("thread: %d in, %d out", u.PromptTokens, u.CompletionTokens)
 	if footer := answers[1].AllText(); !strings.Contains(footer, want) {
 		t.Errorf("the follow-up's footer lacks the thread's totals %q: %s", want, footer)
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/turn"
+
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 )
 
 // What a thread is told about a turn a restart cut off. One sentence each.
@@ -95,7 +97,7 @@ func (b *Bot) claim(ctx context.Context, j *job, turnID string, log *slog.Logger
 			b.lostClaim(err, log)
 			return false
 		}
-		b.postOut(ctx, j.in, Outgoing{Text: noteAskAgain}, log)
+		b.postOut(ctx, j.in, render.Outgoing{Text: noteAskAgain}, log)
 		b.react(ctx, j.in, reactFailed)
 		b.metrics.turns.WithLabelValues(outcomeReported).Inc()
 		log.Info("turn", "user", j.in.User, "outcome", outcomeReported, "ref", ref)
@@ -137,7 +139,7 @@ func (b *Bot) announceRecovery(ctx context.Context, j *job, turnID string, loade
 	if j.recovered.mode == RecoverRerun {
 		note = noteRerunning
 	}
-	b.postOut(ctx, j.in, Outgoing{Text: note}, log)
+	b.postOut(ctx, j.in, render.Outgoing{Text: note}, log)
 	return true
 }
 
@@ -166,7 +168,7 @@ func (b *Bot) answerPosted(ctx context.Context, in inbound) (bool, error) {
 				continue
 			}
 			for _, bl := range m.Blocks.BlockSet {
-				if bl.ID() == FooterBlockID {
+				if bl.ID() == render.FooterBlockID {
 					return true, nil
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 	"github.com/askrepo/askrepo/internal/turn"
 )
@@ -168,7 +169,7 @@ func TestRecoveryOfAnAnsweredTurn(t *testing.T) {
 			key := cutTurn(t, srv, store, "what is widget?", session.TurnRunning, true)
 			if posted {
 				api := srv.Client()
-				for _, m := range AnswerMessages("**Answer** to: what is widget?", Footer{Steps: 2, Repo: testRepoName}) {
+				for _, m := range render.AnswerMessages("**Answer** to: what is widget?", render.Footer{Steps: 2, Repo: testRepoName}) {
 					opts := []slack.MsgOption{slack.MsgOptionTS(key.Thread), slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...)}
 					if _, _, err := api.PostMessageContext(t.Context(), "C1", opts...); err != nil {
 						t.Fatal(err)

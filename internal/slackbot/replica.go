@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 )
 
 // Shared is what several replicas of the bot coordinate through: the thread
@@ -137,7 +138,7 @@ func (r *replicas) enqueue(ctx context.Context, in inbound) {
 		ref := newID(3)
 		r.b.log.Error("enqueue a question in the shared store; not answered", "ref", ref, "thread", in.Key.String(), "err", err)
 		r.b.background(func(ctx context.Context) {
-			if _, err := r.b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, ErrorMessage("I could not take this question in right now; please ask again in a minute.", ref)); err != nil {
+			if _, err := r.b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, render.ErrorMessage("I could not take this question in right now; please ask again in a minute.", ref)); err != nil {
 				r.b.log.Error("post a note", "thread", in.Key.String(), "err", err)
 			}
 		})

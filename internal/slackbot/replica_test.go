@@ -14,6 +14,7 @@ import (
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
@@ -435,7 +436,7 @@ func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
 	// replica that gets it, the turn goes on.
 	stray := slacktest.ButtonClick{
 		User: "U7", Channel: "C2", MessageTS: progress.TS,
-		ActionID: stopActionID, BlockID: StopBlockID, Value: stopValue(progress), Text: "Stop",
+		ActionID: stopActionID, BlockID: render.StopBlockID, Value: stopValue(progress), Text: "Stop",
 	}
 	env, err := p.a.slack.ClickButtonTo(p.connB, stray)
 	if err != nil {
@@ -457,7 +458,7 @@ func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
 
 	click := slacktest.ButtonClick{
 		User: "U7", Channel: "C1", MessageTS: progress.TS, ThreadTS: root,
-		ActionID: stopActionID, BlockID: StopBlockID, Value: stopValue(progress), Text: "Stop",
+		ActionID: stopActionID, BlockID: render.StopBlockID, Value: stopValue(progress), Text: "Stop",
 	}
 	env, err = p.a.slack.ClickButtonTo(p.connB, click)
 	if err != nil {

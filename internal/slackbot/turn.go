@@ -12,6 +12,8 @@ import (
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/turn"
+
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 )
 
 // stopActionID is the action_id of the Stop button; its value is the turn id.
@@ -174,7 +176,7 @@ func (t *turnRun) run() {
 	}
 	if err == nil && bound.refusal != "" {
 		// Nothing is read and no turn is stored: the thread hears why.
-		b.postOut(t.post, in, Outgoing{Text: bound.refusal}, t.log)
+		b.postOut(t.post, in, render.Outgoing{Text: bound.refusal}, t.log)
 		b.metrics.turns.WithLabelValues(bound.outcome).Inc()
 		t.log.Info("turn", "user", in.User, "outcome", bound.outcome, "duration", time.Since(t.start).Round(time.Millisecond))
 		return
@@ -301,13 +303,13 @@ func (t *turnRun) fail(state session.TurnState, sentence string) {
 	case res.outcome == outcomeStopped:
 		var s *stoppedBy
 		errors.As(context.Cause(t.ctx), &s)
-		b.postOut(t.post, in, Outgoing{Text: stoppedText(s.user)}, t.log)
+		b.postOut(t.post, in, render.Outgoing{Text: stoppedText(s.user)}, t.log)
 	case state == session.TurnInterrupted:
 		t.log.Warn("turn interrupted by shutdown; the next start picks it up", "outcome", res.outcome, "err", res.err)
-		b.postOut(t.post, in, Outgoing{Text: sentence}, t.log)
+		b.postOut(t.post, in, render.Outgoing{Text: sentence}, t.log)
 	default:
 		t.log.Error("turn failed", "ref", res.ref, "outcome", res.outcome, "err", res.err)
-		b.postOut(t.post, in, ErrorMessage(sentence, res.ref), t.log)
+		b.postOut(t.post, in, render.ErrorMessage(sentence, res.ref), t.log)
 	}
 	b.unreact(t.post, in, reactWorking)
 	if res.outcome != outcomeStopped && state != session.TurnInterrupted {

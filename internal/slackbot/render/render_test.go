@@ -1,4 +1,4 @@
-package slackbot
+package render
 
 import (
 	"bytes"
@@ -66,7 +66,7 @@ func checkGolden(t *testing.T, name string, msgs []Outgoing) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read golden file (regenerate with go test ./internal/slackbot -run Golden -update): %v", err)
+		t.Fatalf("read golden file (regenerate with go test ./internal/slackbot/render -run Golden -update): %v", err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s differs from the golden file (-want +got); if the change is intended, rerun with -update and review the diff:\n%s", path, diff)
@@ -434,7 +434,7 @@ func TestMrkdwnObjectsAreVerbatim(t *testing.T) {
 	msgs = append(msgs, ProgressMessages([]CallLine{
 		{Name: "read_file", Args: `{"path":"@channel.md"}`, State: CallFailed, Summary: "no file @channel"},
 		{Name: "list_files", Args: `{"path":"."}`, State: CallOK, Summary: "@here", URL: "https://github.com/acme/app/tree/abc"},
-	}, ProgressOptions{StopActionID: stopActionID, StopValue: "t1", Status: "@everyone"})...)
+	}, ProgressOptions{StopActionID: "askrepo_stop", StopValue: "t1", Status: "@everyone"})...)
 	msgs = append(msgs, AnswerMessages("hi", Footer{Repo: "@channel", Note: "@here", Checkout: "@everyone"})...)
 	msgs = append(msgs, ErrorMessage("could not read @channel", "ref1"))
 	n := 0
