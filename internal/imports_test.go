@@ -60,8 +60,12 @@ func TestImportRules(t *testing.T) {
 		{"internal/config imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/config" && strings.HasPrefix(dep, mod+"internal/")
 		}},
-		{"internal/cite imports no other internal package but gitexec", func(pkg, dep string) bool {
-			return pkg == "internal/cite" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/gitexec"
+		{"internal/cite imports no other internal package but gitexec and mdscan", func(pkg, dep string) bool {
+			return pkg == "internal/cite" && strings.HasPrefix(dep, mod+"internal/") &&
+				dep != mod+"internal/gitexec" && dep != mod+"internal/mdscan"
+		}},
+		{"internal/mdscan imports no other internal package", func(pkg, dep string) bool {
+			return pkg == "internal/mdscan" && strings.HasPrefix(dep, mod+"internal/")
 		}},
 		{"internal/termsafe imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/termsafe" && strings.HasPrefix(dep, mod+"internal/")

@@ -3,6 +3,8 @@ package cite
 import (
 	"strings"
 	"testing"
+
+	"github.com/askrepo/askrepo/internal/mdscan"
 )
 
 // FuzzFindRewrite holds Find's and Rewrite's promises on any input: every
@@ -43,20 +45,9 @@ func FuzzFindRewrite(f *testing.F) {
 // fencedText is the text of md's fenced code blocks, fences included.
 func fencedText(md string) string {
 	var b strings.Builder
-	var open *fenceMark
-	for _, l := range strings.SplitAfter(md, "\n") {
-		t := strings.TrimRight(l, "\r\n")
-		switch {
-		case open != nil:
-			b.WriteString(l)
-			if open.closes(t) {
-				open = nil
-			}
-		default:
-			if f, ok := openFence(t); ok {
-				open = f
-				b.WriteString(l)
-			}
+	for _, l := range mdscan.Lines(md) {
+		if l.Fenced {
+			b.WriteString(l.Text)
 		}
 	}
 	return b.String()
