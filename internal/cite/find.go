@@ -114,8 +114,10 @@ func scanLine(out []Citation, line string, base int, table bool) []Citation {
 			i = s.link(i)
 		case strings.HasPrefix(line[i:], flagMark[1:]):
 			// A flag Rewrite added: its text is not the answer's, and the
-			// "_" closing it must not stick to what follows.
-			if j := strings.Index(line[i:], ")_"); j >= 0 {
+			// "_" closing it must not stick to what follows. Its reason
+			// holds no backtick; text that does is not a flag, and a
+			// code span opened in it must be seen.
+			if j := strings.Index(line[i:], ")_"); j >= 0 && !strings.Contains(line[i:i+j], "`") {
 				i += j + 2
 			} else {
 				i += len(flagMark) - 1
@@ -194,7 +196,9 @@ func (s *lineScan) prose(i int) int {
 }
 
 // urlLen is the length of the URL at the start of s (scheme://… up to the
-// next space or angle bracket), 0 if there is none.
+// next space, angle bracket or code span), 0 if there is none. A code span
+// binds tighter than a bare URL, which is only text to CommonMark: in
+// http://h/a`x.go:1` the span is code all the same.
 func urlLen(s string) int {
 	i := 0
 	for i < len(s) && i <= 32 && (isLetter(s[i]) || i > 0 && (isDigit(s[i]) || s[i] == '+' || s[i] == '.' || s[i] == '-')) {
@@ -203,8 +207,20 @@ func urlLen(s string) int {
 	if i == 0 || !strings.HasPrefix(s[i:], "://") {
 		return 0
 	}
-	if j := strings.IndexAny(s[i:], " \t<>"); j >= 0 {
-		return i + j
+	for j := i; j < len(s); j++ {
+		if strings.IndexByte(" \t<>", s[j]) >= 0 {
+			return j
+		}
+		switch k, end := mdscan.At(s, j); k {
+		case mdscan.Code:
+			return j
+		case mdscan.Backticks:
+			j = end - 1
+		case mdscan.Escape:
+			if s[j+1] == '`' {
+				j++ // an escaped backtick opens nothing
+			}
+		}
 	}
 	return len(s)
 }

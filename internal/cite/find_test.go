@@ -105,6 +105,14 @@ func TestFind(t *testing.T) {
 			[]string{"net/http 0-0 \"`net/http`\" code", "github.com/slack-go/slack 0-0 \"`github.com/slack-go/slack`\" code"}},
 		{"go selector in code is not a path", "Call `os.Root` or `tools.Registry`.", nil},
 		{"crlf", "a/b.go:1\r\nc/d.go:2\r\n", []string{`a/b.go 1-1 "a/b.go:1"`, `c/d.go 2-2 "c/d.go:2"`}},
+		// Code is read as the Slack renderer reads it (mdscan): a code span
+		// binds tighter than a bare URL and than a link's brackets, and text
+		// with a backtick is no flag of Rewrite's.
+		{"code span after a URL", "see http://h.example/a`x/y.go:1` or http://h.example/b`c/d.go:2",
+			[]string{"x/y.go 1-1 \"`x/y.go:1`\" code"}},
+		{"code span over a link's bracket", "[`](u) a/b.go:1 `", nil},
+		{"code span in a link's text", "[`]` a/b.go:1](u) c/d.go:2", []string{`c/d.go 2-2 "c/d.go:2"`}},
+		{"backtick in what looks like a flag", " ⚠️ _(`)_ a/b.go:1 ` c/d.go:2", []string{`c/d.go 2-2 "c/d.go:2"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

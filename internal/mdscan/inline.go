@@ -99,21 +99,35 @@ func autolinkLen(s string) int {
 
 // Link parses an inline link [text](dest "title") at the start of s, as
 // both sides read one: brackets in the text and parentheses in the
-// destination balance, and a backslash escapes either (CommonMark), so
-// [a](x\)y) links to x\)y. The destination ends at the line's end. dest is
-// the destination as written, without the title or the angle brackets
-// around it; n is the length of the whole link.
+// destination balance, a backslash escapes either, and the text's code
+// spans and autolinks are taken whole (CommonMark), so [a](x\)y) links to
+// x\)y and [`]`](u) is a link whose text is a code span. The destination
+// ends at the line's end. dest is the destination as written, without the
+// title or the angle brackets around it; n is the length of the whole
+// link.
 func Link(s string) (text, dest string, n int, ok bool) {
 	depth, closeText := 0, -1
+	var spans *codeSpans
 	for i := 0; i < len(s) && closeText < 0; i++ {
-		switch s[i] {
-		case '\\':
-			if i+1 < len(s) && IsASCIIPunct(s[i+1]) {
-				i++
+		switch c := s[i]; {
+		case c == '\\' && i+1 < len(s) && IsASCIIPunct(s[i+1]):
+			i++
+		case c == '`':
+			// A bracket in a code span is no bracket. At would look for
+			// each run's closer afresh; findCodeSpans finds them all at
+			// once, so that a line of brackets and backticks costs no
+			// more than one of brackets.
+			if spans == nil {
+				spans = findCodeSpans(s)
 			}
-		case '[':
+			i = spans.skip(s, i) - 1
+		case c == '<':
+			if n := autolinkLen(s[i:]); n > 0 {
+				i += n - 1 // nor is one in an autolink
+			}
+		case c == '[':
 			depth++
-		case ']':
+		case c == ']':
 			depth--
 			if depth == 0 {
 				closeText = i
@@ -157,3 +171,53 @@ func IsASCIIPunct(c byte) bool {
 func isLetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
 
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// codeSpans holds the backtick runs of a text and where the code span
+// each would open ends: at the end of its closing run, or -1 when nothing
+// closes it.
+type codeSpans struct {
+	runStart, runEnd []int // of each run, in order
+	spanEnd          []int
+	next             int // the first run skip may still be asked about
+}
+
+// findCodeSpans finds every backtick run of s, and the run that would
+// close it (the next one of the same length), in two passes.
+func findCodeSpans(s string) *codeSpans {
+	c := &codeSpans{}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			n := RunLen(s, i, '`')
+			c.runStart, c.runEnd = append(c.runStart, i), append(c.runEnd, i+n)
+			i += n - 1
+		}
+	}
+	c.spanEnd = make([]int, len(c.runStart))
+	nearest := map[int]int{} // run length → end of the nearest such run after
+	for k := len(c.runStart) - 1; k >= 0; k-- {
+		n := c.runEnd[k] - c.runStart[k]
+		c.spanEnd[k] = -1
+		if e, ok := nearest[n]; ok {
+			c.spanEnd[k] = e
+		}
+		nearest[n] = c.runEnd[k]
+	}
+	return c
+}
+
+// skip is where a scan of s goes on from the backtick at i: past the code
+// span it opens, or past the run when nothing closes it. Calls come in
+// increasing i.
+func (c *codeSpans) skip(s string, i int) int {
+	for c.next < len(c.runStart) && c.runStart[c.next] < i {
+		c.next++
+	}
+	if c.next == len(c.runStart) || c.runStart[c.next] != i {
+		_, end := At(s, i) // the rest of a run whose first backtick was escaped
+		return end
+	}
+	if e := c.spanEnd[c.next]; e >= 0 {
+		return e
+	}
+	return c.runEnd[c.next]
+}

@@ -148,6 +148,14 @@ func TestLink(t *testing.T) {
 		{"image inside", "[![i](p.png)](u)", link{"![i](p.png)", "u", 16, true}},
 		{"balanced parentheses", "[w](https://x/Go_(lang)) z", link{"w", "https://x/Go_(lang)", 24, true}},
 		{"escaped bracket in text", `[a\]b](c)`, link{`a\]b`, "c", 9, true}},
+		// Code spans bind tighter than link brackets: a "]" inside one
+		// closes nothing, and a span that runs past the "](" leaves no
+		// link.
+		{"bracket in a code span", "[a `]` b](c)", link{"a `]` b", "c", 12, true}},
+		{"code span over the closing bracket", "[`](u) a.go:1 `", link{}},
+		{"escaped backtick before a span", "[\\`` ]` ](u)", link{"\\`` ]` ", "u", 12, true}},
+		{"long text of brackets and backticks", "[" + strings.Repeat("`[", 3000) + "](u)", link{}},
+		{"bracket in an autolink", "[<https://x/]>](u)", link{"<https://x/]>", "u", 18, true}},
 		// A backslash escapes a parenthesis in the destination too: the
 		// link runs to the unescaped one.
 		{"escaped parenthesis in destination", `[a](x\)y) z`, link{"a", `x\)y`, 9, true}},
