@@ -10,5 +10,7 @@
 // bytes, which the golden tests under testdata hold), and safe for
 // concurrent use. Posting, updating and retrying are the slackbot package's.
 //
-// It imports slack-go for the block types and no internal package.
+// It imports slack-go for the block types and no other internal package
+// but the Markdown scanner mdscan, which cite shares, so that what the
+// renderer leaves alone as code is what the citation checker leaves alone.
 package render

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/askrepo/askrepo/internal/mdscan"
 )
 
 // A link's text is the model's to choose, and the model can be talked into
@@ -40,23 +42,12 @@ func showLinkHosts(md string, home []string) string {
 	homes := parseHomes(home)
 	var b strings.Builder
 	b.Grow(len(md))
-	var open *fence
-	for _, line := range strings.SplitAfter(md, "\n") {
-		body := strings.TrimRight(line, "\r\n")
-		switch {
-		case open != nil:
-			if open.closes(body) {
-				open = nil
-			}
-			b.WriteString(line)
+	for _, l := range mdscan.Lines(md) {
+		if l.Fenced {
+			b.WriteString(l.Text)
 			continue
-		default:
-			if f, ok := openFence(body); ok {
-				open = f
-				b.WriteString(line)
-				continue
-			}
 		}
+		body := l.Body
 		if m := refDefRE.FindStringSubmatchIndex(body); m != nil {
 			// "\[" shows as "[", and the line stops defining a link.
 			b.WriteString(body[:m[2]] + `\`)
@@ -68,7 +59,7 @@ func showLinkHosts(md string, home []string) string {
 			body = body[m[2]:]
 		}
 		b.WriteString(inlineHosts(body, homes))
-		b.WriteString(line[len(strings.TrimRight(line, "\r\n")):])
+		b.WriteString(l.Text[len(l.Body):])
 	}
 	return b.String()
 }
@@ -91,54 +82,27 @@ var (
 	slackLinkRE = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>|]*\|[^<>]*>`)
 )
 
-// inlineHosts applies showLinkHosts to one line outside fenced code.
+// inlineHosts applies showLinkHosts to one line outside fenced code. Code
+// spans, escapes and autolinks are read as cite reads them (mdscan) and
+// left as written: Slack shows them as they are.
 func inlineHosts(s string, homes []home) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
-		switch c := s[i]; {
-		case c == '\\' && i+1 < len(s):
-			b.WriteString(s[i : i+2])
-			i += 2
-		case c == '`':
-			n := runLen(s, i, '`')
-			end := closingBackticks(s, i+n, n)
-			if end < 0 {
-				b.WriteString(s[i : i+n])
+		c := s[i]
+		if c == '<' {
+			// Slack's own link token is an autolink to CommonMark too:
+			// defuse it before it is passed over as one.
+			if n := defuseTag(&b, s[i:]); n > 0 {
 				i += n
 				continue
 			}
-			b.WriteString(s[i : end+n])
-			i = end + n
+		}
+		switch k, end := mdscan.At(s, i); {
+		case k != mdscan.Text:
+			b.WriteString(s[i:end])
+			i = end
 		case c == '[' || c == '!' && strings.HasPrefix(s[i:], "!["):
-			start := i
-			if c == '!' {
-				start++
-			}
-			text, dest, n, ok := parseLink(s[start:])
-			if !ok {
-				b.WriteString(s[i : start+1])
-				i = start + 1
-				continue
-			}
-			// The text may hold links of its own (an image inside a link).
-			b.WriteString(s[i:start] + "[" + inlineHosts(text, homes) + s[start+1+len(text):start+n])
-			if host, show := linkHost(text, dest, homes); show {
-				b.WriteString(" (" + host + ")")
-			}
-			i = start + n
-		case c == '<':
-			if m := slackLinkRE.FindStringIndex(s[i:]); m != nil {
-				b.WriteString("<" + zeroWidthSpace + s[i+1:i+m[1]])
-				i += m[1]
-				continue
-			}
-			if htmlLinkRE.MatchString(s[i:]) {
-				b.WriteString("<" + zeroWidthSpace)
-				i++
-				continue
-			}
-			b.WriteByte(c)
-			i++
+			i = linkWithHost(&b, s, i, homes)
 		default:
 			_, size := utf8.DecodeRuneInString(s[i:])
 			b.WriteString(s[i : i+size])
@@ -148,21 +112,39 @@ func inlineHosts(s string, homes []home) string {
 	return b.String()
 }
 
-// closingBackticks finds the backtick run of exactly n that closes a code
-// span opened before from, or -1.
-func closingBackticks(s string, from, n int) int {
-	for i := from; i < len(s); {
-		if s[i] != '`' {
-			i++
-			continue
-		}
-		m := runLen(s, i, '`')
-		if m == n {
-			return i
-		}
-		i += m
+// defuseTag writes the Slack link token or linking HTML element that s
+// starts with, defused, and returns its length, or 0 when s starts with
+// neither.
+func defuseTag(b *strings.Builder, s string) int {
+	if m := slackLinkRE.FindStringIndex(s); m != nil {
+		b.WriteString("<" + zeroWidthSpace + s[1:m[1]])
+		return m[1]
 	}
-	return -1
+	if htmlLinkRE.MatchString(s) {
+		b.WriteString("<" + zeroWidthSpace)
+		return 1
+	}
+	return 0
+}
+
+// linkWithHost writes the link or image at s[i] followed by its host when
+// that is to be shown, and returns where the scan goes on.
+func linkWithHost(b *strings.Builder, s string, i int, homes []home) int {
+	start := i
+	if s[i] == '!' {
+		start++
+	}
+	text, dest, n, ok := mdscan.Link(s[start:])
+	if !ok {
+		b.WriteString(s[i : start+1])
+		return start + 1
+	}
+	// The text may hold links of its own (an image inside a link).
+	b.WriteString(s[i:start] + "[" + inlineHosts(text, homes) + s[start+1+len(text):start+n])
+	if host, show := linkHost(text, dest, homes); show {
+		b.WriteString(" (" + host + ")")
+	}
+	return start + n
 }
 
 // linkHost is what to show of a link's destination, and whether to show

@@ -50,6 +50,14 @@ func TestShowLinkHosts(t *testing.T) {
 		{"fenced code", "```\n[x](https://evil.example/)\n[r]: https://evil.example\n```\n[x](https://evil.example/)",
 			"```\n[x](https://evil.example/)\n[r]: https://evil.example\n```\n[x](https://evil.example/) (evil.example)"},
 		{"CRLF kept", "[x](https://evil.example/)\r\nnext", "[x](https://evil.example/) (evil.example)\r\nnext"},
+		// Code spans, escapes and autolinks are read as cite reads them
+		// (CommonMark): a backslash escapes a parenthesis in a destination,
+		// a bracket in a code span closes no link text, and a backtick in
+		// an autolink opens no code span that would hide the next link.
+		{"escaped parenthesis in the destination", `[docs](https://evil.example/a\)b) c`, `[docs](https://evil.example/a\)b) (evil.example) c`},
+		{"bracket in a code span of the text", "[a `]` b](https://evil.example/x)", "[a `]` b](https://evil.example/x) (evil.example)"},
+		{"backtick in an autolink", "<https://x.example/`> [d](https://evil.example) `", "<https://x.example/`> [d](https://evil.example) (evil.example) `"},
+		{"code span over a link's bracket", "[`](u) [d](https://evil.example) `", "[`](u) [d](https://evil.example) `"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

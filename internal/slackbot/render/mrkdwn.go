@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/askrepo/askrepo/internal/mdscan"
 )
 
 // This file converts Markdown to Slack's older mrkdwn dialect for the
@@ -42,7 +44,7 @@ func toMrkdwn(md string) string {
 		if u.fence != nil {
 			b.WriteString("```\n")
 			for _, l := range u.lines {
-				b.WriteString(mrkdwnEscaper.Replace(strings.TrimPrefix(l, u.fence.indent)))
+				b.WriteString(mrkdwnEscaper.Replace(strings.TrimPrefix(l, u.fence.Indent)))
 				b.WriteString("\n")
 			}
 			b.WriteString("```")
@@ -156,36 +158,22 @@ func alignTable(rows [][]string) string {
 }
 
 // inlineMrkdwn converts inline Markdown (emphasis, code spans, links) and
-// escapes &, <, > everywhere else.
+// escapes &, <, > everywhere else. Escapes, code spans, autolinks and links
+// are read as cite reads them (mdscan).
 func inlineMrkdwn(s string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		rest := s[i:]
-		switch c := s[i]; {
-		case c == '\\' && i+1 < len(s) && isASCIIPunct(s[i+1]):
-			b.WriteString(mrkdwnEscaper.Replace(s[i+1 : i+2]))
-			i += 2
-		case c == '`':
-			n := runLen(s, i, '`')
-			delim := s[i : i+n]
-			end := strings.Index(s[i+n:], delim)
-			if end < 0 {
-				b.WriteString(delim)
-				i += n
-				continue
-			}
-			code := s[i+n : i+n+end]
-			if len(code) > 1 && code[0] == ' ' && code[len(code)-1] == ' ' {
-				code = code[1 : len(code)-1]
-			}
-			b.WriteString("`" + mrkdwnEscaper.Replace(code) + "`")
-			i += n + end + n
-		case c == '[' || (c == '!' && strings.HasPrefix(rest, "![")):
+		switch k, end := mdscan.At(s, i); {
+		case k != mdscan.Text:
+			b.WriteString(mrkdwnToken(k, s[i:end]))
+			i = end
+		case s[i] == '[' || strings.HasPrefix(rest, "!["):
 			start := 1
-			if c == '!' {
+			if s[i] == '!' {
 				start = 2
 			}
-			text, url, n, ok := parseLink(rest[start-1:])
+			text, url, n, ok := mdscan.Link(rest[start-1:])
 			if !ok {
 				b.WriteString(rest[:start])
 				i += start
@@ -193,43 +181,18 @@ func inlineMrkdwn(s string) string {
 			}
 			b.WriteString(mrkdwnLink(text, url))
 			i += start - 1 + n
-		case c == '<':
-			if m := autolinkRE.FindStringSubmatch(rest); m != nil {
-				b.WriteString("<" + linkURL(m[1]) + ">")
-				i += len(m[0])
-				continue
-			}
+		case s[i] == '<':
 			b.WriteString("&lt;")
 			i++
-		case c == '>':
+		case s[i] == '>':
 			b.WriteString("&gt;")
 			i++
-		case c == '&':
+		case s[i] == '&':
 			b.WriteString("&amp;")
 			i++
-		case strings.HasPrefix(rest, "**") || strings.HasPrefix(rest, "__") || strings.HasPrefix(rest, "~~"):
-			delim := rest[:2]
-			inner, n, ok := emphasis(s, i, delim)
-			if !ok {
-				b.WriteString(delim)
-				i += 2
-				continue
-			}
-			out := "*"
-			if delim == "~~" {
-				out = "~"
-			}
-			b.WriteString(out + inlineMrkdwn(inner) + out)
-			i += n
-		case c == '*' || c == '_':
-			inner, n, ok := emphasis(s, i, s[i:i+1])
-			if !ok {
-				b.WriteByte(c)
-				i++
-				continue
-			}
-			b.WriteString("_" + inlineMrkdwn(inner) + "_")
-			i += n
+		case strings.HasPrefix(rest, "**") || strings.HasPrefix(rest, "__") || strings.HasPrefix(rest, "~~"),
+			s[i] == '*' || s[i] == '_':
+			i += emphasisMrkdwn(&b, s, i)
 		default:
 			_, size := utf8.DecodeRuneInString(rest)
 			b.WriteString(rest[:size])
@@ -237,6 +200,47 @@ func inlineMrkdwn(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// mrkdwnToken converts what mdscan.At takes whole: an escaped character,
+// a code span, literal backticks or an autolink (a Slack link when it is
+// one to the web or mail, its text otherwise).
+func mrkdwnToken(k mdscan.Kind, tok string) string {
+	switch k {
+	case mdscan.Escape:
+		return mrkdwnEscaper.Replace(tok[1:])
+	case mdscan.Code:
+		code := mdscan.CodeText(tok)
+		if len(code) > 1 && code[0] == ' ' && code[len(code)-1] == ' ' {
+			code = code[1 : len(code)-1]
+		}
+		return "`" + mrkdwnEscaper.Replace(code) + "`"
+	case mdscan.Autolink:
+		if m := autolinkRE.FindStringSubmatch(tok); m != nil {
+			return "<" + linkURL(m[1]) + ">"
+		}
+	}
+	return mrkdwnEscaper.Replace(tok)
+}
+
+// emphasisMrkdwn writes the emphasis s[i:] opens (**, __ and ~~, or * and
+// _) in mrkdwn, or its delimiter as text when nothing closes it, and
+// returns the length it took.
+func emphasisMrkdwn(b *strings.Builder, s string, i int) int {
+	delim, out := s[i:i+1], "_"
+	if rest := s[i:]; strings.HasPrefix(rest, "**") || strings.HasPrefix(rest, "__") || strings.HasPrefix(rest, "~~") {
+		delim, out = rest[:2], "*"
+		if delim == "~~" {
+			out = "~"
+		}
+	}
+	inner, n, ok := emphasis(s, i, delim)
+	if !ok {
+		b.WriteString(delim)
+		return len(delim)
+	}
+	b.WriteString(out + inlineMrkdwn(inner) + out)
+	return n
 }
 
 // emphasis finds the span s[i:] opened by delim and closed by the same
@@ -279,60 +283,6 @@ func isWordByteBefore(s string, i int) bool {
 func isWordByte(s string, i int) bool {
 	r, _ := utf8.DecodeRuneInString(s[i:])
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
-}
-
-func runLen(s string, i int, c byte) int {
-	n := 0
-	for i+n < len(s) && s[i+n] == c {
-		n++
-	}
-	return n
-}
-
-func isASCIIPunct(c byte) bool {
-	return c < utf8.RuneSelf && unicode.IsPunct(rune(c)) || strings.IndexByte("$+<=>^`|~", c) >= 0
-}
-
-// parseLink parses "[text](url "title")" at the start of s and returns the
-// text, the url and the length consumed.
-func parseLink(s string) (text, url string, n int, ok bool) {
-	depth := 0
-	closeText := -1
-	for i := 0; i < len(s) && closeText < 0; i++ {
-		switch s[i] {
-		case '\\':
-			i++
-		case '[':
-			depth++
-		case ']':
-			depth--
-			if depth == 0 {
-				closeText = i
-			}
-		}
-	}
-	if closeText < 0 || closeText+1 >= len(s) || s[closeText+1] != '(' {
-		return "", "", 0, false
-	}
-	depth = 0
-	for i := closeText + 1; i < len(s); i++ {
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 0 {
-				dest := strings.TrimSpace(s[closeText+2 : i])
-				if f := strings.Fields(dest); len(f) > 0 {
-					dest = strings.Trim(f[0], "<>")
-				}
-				return s[1:closeText], dest, i + 1, true
-			}
-		case '\n':
-			return "", "", 0, false
-		}
-	}
-	return "", "", 0, false
 }
 
 // mrkdwnLink renders a Markdown link. Only web and mail links become Slack

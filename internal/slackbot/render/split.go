@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/askrepo/askrepo/internal/mdscan"
 )
 
 // This file cuts the model's Markdown into pieces Slack accepts without
@@ -66,53 +68,15 @@ func clipText(s string, limit int) string {
 // than a message: a run of non-blank lines (a paragraph, list, table,
 // heading) or a whole fenced code block.
 type mdUnit struct {
-	lines       []string // paragraph lines, or the fence body
-	blankBefore bool     // a blank line separated it from the previous unit
-	fence       *fence   // non-nil for a fenced code block
+	lines       []string      // paragraph lines, or the fence body
+	blankBefore bool          // a blank line separated it from the previous unit
+	fence       *mdscan.Fence // non-nil for a fenced code block
 }
 
-// fence is the opening line of a fenced code block, kept so that a block
-// split across messages can be closed and reopened with the same language.
-type fence struct {
-	indent string // leading spaces of the opening line (fences inside list items)
-	marker string // "```" or "~~~~" etc.
-	info   string // language tag and anything after it
-}
-
-func (f *fence) open() string  { return f.indent + f.marker + f.info }
-func (f *fence) close() string { return f.indent + f.marker }
-
-// openFence reports whether line opens a fenced code block (CommonMark: three
-// or more backticks or tildes; a backtick fence's info has no backtick).
-func openFence(line string) (*fence, bool) {
-	trimmed := strings.TrimLeft(line, " \t")
-	if len(trimmed) < 3 || (trimmed[0] != '`' && trimmed[0] != '~') {
-		return nil, false
-	}
-	c := trimmed[0]
-	n := 0
-	for n < len(trimmed) && trimmed[n] == c {
-		n++
-	}
-	if n < 3 {
-		return nil, false
-	}
-	info := strings.TrimSpace(trimmed[n:])
-	if c == '`' && strings.Contains(info, "`") {
-		return nil, false // an inline code span such as ```a``` on one line
-	}
-	return &fence{indent: line[:len(line)-len(trimmed)], marker: trimmed[:n], info: info}, true
-}
-
-// closes reports whether line closes f: the same character, at least as many
-// of them, nothing else but spaces.
-func (f *fence) closes(line string) bool {
-	t := strings.TrimSpace(line)
-	if len(t) < len(f.marker) {
-		return false
-	}
-	return strings.Trim(t, f.marker[:1]) == ""
-}
+// reopen and reclose are the lines that close a fenced code block at a
+// cut and open it again in the next piece with the same language.
+func reopen(f *mdscan.Fence) string  { return f.Indent + f.Marker + f.Info }
+func reclose(f *mdscan.Fence) string { return f.Indent + f.Marker }
 
 // parseUnits splits Markdown into units at blank lines and around fenced code
 // blocks. A fence left open by the model runs to the end of the text and is
@@ -136,11 +100,11 @@ func parseUnits(md string) []mdUnit {
 			blank = true
 			continue
 		}
-		if f, ok := openFence(line); ok {
+		if f, ok := mdscan.OpenFence(line); ok {
 			flush()
-			u := mdUnit{blankBefore: blank && len(units) > 0, fence: f}
+			u := mdUnit{blankBefore: blank && len(units) > 0, fence: &f}
 			for i++; i < len(lines); i++ {
-				if f.closes(lines[i]) {
+				if f.Closes(lines[i]) {
 					break
 				}
 				u.lines = append(u.lines, strings.TrimRight(lines[i], "\r"))
@@ -164,7 +128,7 @@ func (u mdUnit) pieces(first, limit int) []string {
 	if u.fence == nil {
 		return packLines(u.lines, first, limit, "", "")
 	}
-	return packLines(u.lines, first, limit, u.fence.open(), u.fence.close())
+	return packLines(u.lines, first, limit, reopen(u.fence), reclose(u.fence))
 }
 
 // packLines joins lines with newlines into texts of at most first (the
