@@ -95,15 +95,16 @@ var linesRE = regexp.MustCompile(`^(,?[ \t]+(\()?)[Ll]ines?[ \t]+(\d{1,9})(?:[ \
 // (mdscan), so that what it shows as code is only ever cited whole.
 type lineScan struct {
 	line  string
-	base  int  // byte offset of line in the Markdown given to Find
-	table bool // the line is a table row
+	in    *mdscan.Inline // line's inline constructs
+	base  int            // byte offset of line in the Markdown given to Find
+	table bool           // the line is a table row
 	out   []Citation
 }
 
 func scanLine(out []Citation, line string, base int, table bool) []Citation {
-	s := &lineScan{line: line, base: base, table: table, out: out}
+	s := &lineScan{line: line, in: mdscan.NewInline(line), base: base, table: table, out: out}
 	for i := 0; i < len(line); {
-		switch k, end := mdscan.At(line, i); {
+		switch k, end := s.in.At(i); {
 		case k == mdscan.Code:
 			i = s.codeSpan(i, end)
 		case k != mdscan.Text:
@@ -150,7 +151,7 @@ func (s *lineScan) codeSpan(i, end int) int {
 // link reads the inline link at s.line[i], if there is one.
 func (s *lineScan) link(i int) int {
 	line := s.line
-	text, dest, n, ok := mdscan.Link(line[i:min(len(line), i+maxLink)])
+	text, dest, n, ok := s.in.Link(i, min(len(line), i+maxLink))
 	if !ok {
 		return i + 1
 	}
@@ -176,8 +177,8 @@ func (s *lineScan) prose(i int) int {
 	if !isRunRune(r) {
 		return i + size
 	}
-	if n := urlLen(line[i:]); n > 0 {
-		return i + n
+	if end := s.urlEnd(i); end > i {
+		return end
 	}
 	run := takeRun(line[i:])
 	if !strings.ContainsAny(run, "./:#") { // a plain word, most of prose
@@ -195,34 +196,34 @@ func (s *lineScan) prose(i int) int {
 	return i + len(run)
 }
 
-// urlLen is the length of the URL at the start of s (scheme://… up to the
-// next space, angle bracket or code span), 0 if there is none. A code span
+// urlEnd is where the URL at s.line[at] ends (scheme://… up to the next
+// space, angle bracket or code span), at if there is none. A code span
 // binds tighter than a bare URL, which is only text to CommonMark: in
 // http://h/a`x.go:1` the span is code all the same.
-func urlLen(s string) int {
-	i := 0
-	for i < len(s) && i <= 32 && (isLetter(s[i]) || i > 0 && (isDigit(s[i]) || s[i] == '+' || s[i] == '.' || s[i] == '-')) {
+func (s *lineScan) urlEnd(at int) int {
+	line, i := s.line, at
+	for i < len(line) && i-at <= 32 && (isLetter(line[i]) || i > at && (isDigit(line[i]) || line[i] == '+' || line[i] == '.' || line[i] == '-')) {
 		i++
 	}
-	if i == 0 || !strings.HasPrefix(s[i:], "://") {
-		return 0
+	if i == at || !strings.HasPrefix(line[i:], "://") {
+		return at
 	}
-	for j := i; j < len(s); j++ {
-		if strings.IndexByte(" \t<>", s[j]) >= 0 {
+	for j := i; j < len(line); j++ {
+		if strings.IndexByte(" \t<>", line[j]) >= 0 {
 			return j
 		}
-		switch k, end := mdscan.At(s, j); k {
+		switch k, end := s.in.At(j); k {
 		case mdscan.Code:
 			return j
 		case mdscan.Backticks:
 			j = end - 1
 		case mdscan.Escape:
-			if s[j+1] == '`' {
+			if line[j+1] == '`' {
 				j++ // an escaped backtick opens nothing
 			}
 		}
 	}
-	return len(s)
+	return len(line)
 }
 
 // withLines extends a bare path ending at end with a line range written in

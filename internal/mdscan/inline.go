@@ -25,22 +25,38 @@ const (
 	Autolink
 )
 
+// Inline reads the inline constructs of one line, or of a link's text. It
+// finds the line's code spans once, on the first backtick asked about, so
+// that a line costs one pass for its backticks and one per link tried,
+// however brackets and backticks are mixed. It is not safe for concurrent
+// use; make one per line.
+type Inline struct {
+	s     string
+	spans codeSpans // found on the first backtick asked about
+}
+
+// NewInline reads s, one line without its line ending (or a link's text).
+func NewInline(s string) *Inline { return &Inline{s: s} }
+
 // At reports what s[i] starts among the inline constructs that the
 // scanners must take whole, in CommonMark's precedence, and where it ends.
 // For Text, end is i: nothing is taken. Links are not among them; a caller
 // that wants them tries Link where At says Text and s[i] is "[".
-func At(s string, i int) (k Kind, end int) {
+func (in *Inline) At(i int) (k Kind, end int) {
+	s := in.s
 	switch s[i] {
 	case '\\':
 		if i+1 < len(s) && IsASCIIPunct(s[i+1]) {
 			return Escape, i + 2
 		}
 	case '`':
-		n := RunLen(s, i, '`')
-		if j := closingRun(s, i+n, n); j >= 0 {
-			return Code, j + n
+		if in.spans == nil {
+			in.spans = findCodeSpans(s)
 		}
-		return Backticks, i + n
+		if end, ok := in.spans.from(s, i); ok {
+			return Code, end
+		}
+		return Backticks, i + RunLen(s, i, '`')
 	case '<':
 		if n := autolinkLen(s[i:]); n > 0 {
 			return Autolink, i + n
@@ -54,23 +70,6 @@ func At(s string, i int) (k Kind, end int) {
 func CodeText(span string) string {
 	n := min(RunLen(span, 0, '`'), len(span)/2)
 	return span[n : len(span)-n]
-}
-
-// closingRun finds the backtick run of exactly n that closes a code span
-// opened before from, or -1.
-func closingRun(s string, from, n int) int {
-	for i := from; i < len(s); {
-		if s[i] != '`' {
-			i++
-			continue
-		}
-		m := RunLen(s, i, '`')
-		if m == n {
-			return i
-		}
-		i += m
-	}
-	return -1
 }
 
 // autolinkLen is the length of the URI autolink s starts with, or 0: "<",
@@ -97,69 +96,68 @@ func autolinkLen(s string) int {
 	return 0
 }
 
-// Link parses an inline link [text](dest "title") at the start of s, as
-// both sides read one: brackets in the text and parentheses in the
-// destination balance, a backslash escapes either, and the text's code
-// spans and autolinks are taken whole (CommonMark), so [a](x\)y) links to
-// x\)y and [`]`](u) is a link whose text is a code span. The destination
-// ends at the line's end. dest is the destination as written, without the
-// title or the angle brackets around it; n is the length of the whole
-// link.
-func Link(s string) (text, dest string, n int, ok bool) {
-	depth, closeText := 0, -1
-	var spans *codeSpans
-	for i := 0; i < len(s) && closeText < 0; i++ {
-		switch c := s[i]; {
-		case c == '\\' && i+1 < len(s) && IsASCIIPunct(s[i+1]):
-			i++
-		case c == '`':
-			// A bracket in a code span is no bracket. At would look for
-			// each run's closer afresh; findCodeSpans finds them all at
-			// once, so that a line of brackets and backticks costs no
-			// more than one of brackets.
-			if spans == nil {
-				spans = findCodeSpans(s)
-			}
-			i = spans.skip(s, i) - 1
-		case c == '<':
-			if n := autolinkLen(s[i:]); n > 0 {
-				i += n - 1 // nor is one in an autolink
-			}
-		case c == '[':
-			depth++
-		case c == ']':
-			depth--
-			if depth == 0 {
-				closeText = i
-			}
-		}
-	}
+// Link parses an inline link [text](dest "title") at s[i], within s[:end]:
+// brackets in the text and parentheses in the destination balance, a
+// backslash escapes either, and the text's code spans and autolinks are
+// taken whole (CommonMark), so [a](x\)y) links to x\)y and [`]`](u) is a
+// link whose text is a code span. The destination ends at the line's end.
+// dest is the destination as written, without the title or the angle
+// brackets around it; n is the length of the whole link.
+func (in *Inline) Link(i, end int) (text, dest string, n int, ok bool) {
+	s := in.s[:end]
+	closeText := in.linkText(i, end)
 	if closeText < 0 || closeText+1 >= len(s) || s[closeText+1] != '(' {
 		return "", "", 0, false
 	}
-	depth = 0
-	for i := closeText + 1; i < len(s); i++ {
-		switch s[i] {
+	depth := 0
+	for j := closeText + 1; j < len(s); j++ {
+		switch s[j] {
 		case '\\':
-			if i+1 < len(s) && IsASCIIPunct(s[i+1]) {
-				i++
+			if j+1 < len(s) && IsASCIIPunct(s[j+1]) {
+				j++
 			}
 		case '(':
 			depth++
 		case ')':
 			depth--
 			if depth == 0 {
-				dest = strings.TrimSpace(s[closeText+2 : i])
+				dest = strings.TrimSpace(s[closeText+2 : j])
 				if f := strings.Fields(dest); len(f) > 0 {
 					dest = strings.TrimSuffix(strings.TrimPrefix(f[0], "<"), ">")
 				}
-				return s[1:closeText], dest, i + 1, true
+				return s[i+1 : closeText], dest, j + 1 - i, true
 			}
 		case '\n':
 			return "", "", 0, false
 		}
 	}
 	return "", "", 0, false
+}
+
+// linkText finds the "]" that closes the link text opened at in.s[i], or
+// -1. A bracket in a code span or an autolink is no bracket, and neither is
+// one past end, where a span or autolink that runs on stops the search.
+func (in *Inline) linkText(i, end int) int {
+	depth := 0
+	for j := i; j < end; j++ {
+		switch in.s[j] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+			if depth == 0 {
+				return j
+			}
+		case '\\', '`', '<':
+			if k, e := in.At(j); k != Text {
+				if e > end {
+					return -1
+				}
+				j = e - 1
+			}
+		}
+	}
+	return -1
 }
 
 // IsASCIIPunct reports whether c is ASCII punctuation, the characters a
@@ -172,52 +170,59 @@ func isLetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
 
 func isDigit(b byte) bool { return '0' <= b && b <= '9' }
 
-// codeSpans holds the backtick runs of a text and where the code span
-// each would open ends: at the end of its closing run, or -1 when nothing
-// closes it.
-type codeSpans struct {
-	runStart, runEnd []int // of each run, in order
-	spanEnd          []int
-	next             int // the first run skip may still be asked about
-}
+// codeSpans holds, for each backtick run of a line, where the code span it
+// would open ends: after its closing run (the next run of the same
+// length). Indexed by the run's start: 0 for no run start, -1 for a run
+// that nothing closes.
+type codeSpans []int32
 
 // findCodeSpans finds every backtick run of s, and the run that would
-// close it (the next one of the same length), in two passes.
-func findCodeSpans(s string) *codeSpans {
-	c := &codeSpans{}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			n := RunLen(s, i, '`')
-			c.runStart, c.runEnd = append(c.runStart, i), append(c.runEnd, i+n)
-			i += n - 1
+// close it, in one pass from the end.
+func findCodeSpans(s string) codeSpans {
+	c := make(codeSpans, len(s))
+	nearest := map[int]int32{} // run length → end of the nearest such run after
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] != '`' || i > 0 && s[i-1] == '`' {
+			continue
 		}
-	}
-	c.spanEnd = make([]int, len(c.runStart))
-	nearest := map[int]int{} // run length → end of the nearest such run after
-	for k := len(c.runStart) - 1; k >= 0; k-- {
-		n := c.runEnd[k] - c.runStart[k]
-		c.spanEnd[k] = -1
+		n := RunLen(s, i, '`')
+		c[i] = -1
 		if e, ok := nearest[n]; ok {
-			c.spanEnd[k] = e
+			c[i] = e
 		}
-		nearest[n] = c.runEnd[k]
+		nearest[n] = int32(i + n)
 	}
 	return c
 }
 
-// skip is where a scan of s goes on from the backtick at i: past the code
-// span it opens, or past the run when nothing closes it. Calls come in
-// increasing i.
-func (c *codeSpans) skip(s string, i int) int {
-	for c.next < len(c.runStart) && c.runStart[c.next] < i {
-		c.next++
+// from is where the code span opened by the backticks at s[i] ends, and
+// whether one does.
+func (c codeSpans) from(s string, i int) (int, bool) {
+	if c[i] == 0 {
+		// The rest of a run whose first backtick was escaped: it opens
+		// a span of its own length.
+		n := RunLen(s, i, '`')
+		if j := closingRun(s, i+n, n); j >= 0 {
+			return j + n, true
+		}
+		return 0, false
 	}
-	if c.next == len(c.runStart) || c.runStart[c.next] != i {
-		_, end := At(s, i) // the rest of a run whose first backtick was escaped
-		return end
+	return int(c[i]), c[i] > 0
+}
+
+// closingRun finds the backtick run of exactly n that closes a code span
+// opened before from, or -1.
+func closingRun(s string, from, n int) int {
+	for i := from; i < len(s); {
+		if s[i] != '`' {
+			i++
+			continue
+		}
+		m := RunLen(s, i, '`')
+		if m == n {
+			return i
+		}
+		i += m
 	}
-	if e := c.spanEnd[c.next]; e >= 0 {
-		return e
-	}
-	return c.runEnd[c.next]
+	return -1
 }

@@ -103,6 +103,7 @@ func TestAt(t *testing.T) {
 		{"unclosed run is literal", "``a` b", 0, Backticks, 2},
 		{"a shorter run may open after an unclosed one", "``a` b`", 3, Code, 7},
 		{"escaped backtick", "\\`a`", 0, Escape, 2},
+		{"the rest of a run after an escaped backtick", "\\``a`", 2, Code, 5},
 		{"escaped bracket", "\\[a](b)", 0, Escape, 2},
 		{"backslash before a letter is text", "\\a", 0, Text, 0},
 		{"backslash at the end", "a\\", 1, Text, 1},
@@ -116,7 +117,7 @@ func TestAt(t *testing.T) {
 		{"less-than", "a < b", 2, Text, 2},
 	}
 	for _, tt := range tests {
-		k, end := At(tt.s, tt.i)
+		k, end := NewInline(tt.s).At(tt.i)
 		if k != tt.kind || end != tt.end {
 			t.Errorf("%s: At(%q, %d) = %v, %d; want %v, %d", tt.name, tt.s, tt.i, k, end, tt.kind, tt.end)
 		}
@@ -168,10 +169,27 @@ func TestLink(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got link
-		got.Text, got.Dest, got.N, got.OK = Link(tt.s)
+		got.Text, got.Dest, got.N, got.OK = NewInline(tt.s).Link(0, len(tt.s))
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s: Link(%q) (-want +got):\n%s", tt.name, tt.s, diff)
 		}
+	}
+}
+
+// TestLinkWithin holds Link to its bounds: it starts where it is asked to
+// and reads nothing past end, so a code span that runs past end leaves no
+// link.
+func TestLinkWithin(t *testing.T) {
+	s := "[a](b) [c `](d)` e](f)"
+	in := NewInline(s)
+	if text, dest, n, ok := in.Link(7, len(s)); text != "c `](d)` e" || dest != "f" || n != 15 || !ok {
+		t.Errorf("Link(7) = %q, %q, %d, %v", text, dest, n, ok)
+	}
+	if _, _, _, ok := in.Link(7, 14); ok {
+		t.Error("Link(7, 14) found a link across the end of its window")
+	}
+	if _, _, _, ok := in.Link(0, 5); ok {
+		t.Error("Link(0, 5) found a link whose destination runs past the end")
 	}
 }
 

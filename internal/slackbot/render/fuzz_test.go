@@ -114,15 +114,16 @@ func foreignLinks(s string, home []string) []string {
 // walkInline reads a line as the shared scanner does, calling code for
 // each code span and link for each link (whose text it does not read).
 func walkInline(s string, code func(i, end int), link func(i int, text, dest string, n int)) {
+	in := mdscan.NewInline(s)
 	for i := 0; i < len(s); {
-		switch k, end := mdscan.At(s, i); {
+		switch k, end := in.At(i); {
 		case k == mdscan.Code:
 			code(i, end)
 			i = end
 		case k != mdscan.Text:
 			i = end
 		case s[i] == '[':
-			text, dest, n, ok := mdscan.Link(s[i:])
+			text, dest, n, ok := in.Link(i, len(s))
 			if !ok {
 				i++
 				continue

@@ -87,6 +87,7 @@ var (
 // left as written: Slack shows them as they are.
 func inlineHosts(s string, homes []home) string {
 	var b strings.Builder
+	in := mdscan.NewInline(s)
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c == '<' {
@@ -97,12 +98,12 @@ func inlineHosts(s string, homes []home) string {
 				continue
 			}
 		}
-		switch k, end := mdscan.At(s, i); {
+		switch k, end := in.At(i); {
 		case k != mdscan.Text:
 			b.WriteString(s[i:end])
 			i = end
 		case c == '[' || c == '!' && strings.HasPrefix(s[i:], "!["):
-			i = linkWithHost(&b, s, i, homes)
+			i = linkWithHost(&b, in, s, i, homes)
 		default:
 			_, size := utf8.DecodeRuneInString(s[i:])
 			b.WriteString(s[i : i+size])
@@ -128,13 +129,13 @@ func defuseTag(b *strings.Builder, s string) int {
 }
 
 // linkWithHost writes the link or image at s[i] followed by its host when
-// that is to be shown, and returns where the scan goes on.
-func linkWithHost(b *strings.Builder, s string, i int, homes []home) int {
+// that is to be shown, and returns where the scan goes on. in reads s.
+func linkWithHost(b *strings.Builder, in *mdscan.Inline, s string, i int, homes []home) int {
 	start := i
 	if s[i] == '!' {
 		start++
 	}
-	text, dest, n, ok := mdscan.Link(s[start:])
+	text, dest, n, ok := in.Link(start, len(s))
 	if !ok {
 		b.WriteString(s[i : start+1])
 		return start + 1

@@ -162,9 +162,10 @@ func alignTable(rows [][]string) string {
 // are read as cite reads them (mdscan).
 func inlineMrkdwn(s string) string {
 	var b strings.Builder
+	in := mdscan.NewInline(s)
 	for i := 0; i < len(s); {
 		rest := s[i:]
-		switch k, end := mdscan.At(s, i); {
+		switch k, end := in.At(i); {
 		case k != mdscan.Text:
 			b.WriteString(mrkdwnToken(k, s[i:end]))
 			i = end
@@ -173,7 +174,7 @@ func inlineMrkdwn(s string) string {
 			if s[i] == '!' {
 				start = 2
 			}
-			text, url, n, ok := mdscan.Link(rest[start-1:])
+			text, url, n, ok := in.Link(i+start-1, len(s))
 			if !ok {
 				b.WriteString(rest[:start])
 				i += start
@@ -202,7 +203,7 @@ func inlineMrkdwn(s string) string {
 	return b.String()
 }
 
-// mrkdwnToken converts what mdscan.At takes whole: an escaped character,
+// mrkdwnToken converts what mdscan.Inline.At takes whole: an escaped character,
 // a code span, literal backticks or an autolink (a Slack link when it is
 // one to the web or mail, its text otherwise).
 func mrkdwnToken(k mdscan.Kind, tok string) string {
