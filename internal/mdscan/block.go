@@ -21,7 +21,7 @@ func OpenFence(line string) (Fence, bool) {
 	if len(t) < 3 || (t[0] != '`' && t[0] != '~') {
 		return Fence{}, false
 	}
-	n := RunLen(t, 0, t[0])
+	n := runLen(t, 0, t[0])
 	if n < 3 {
 		return Fence{}, false
 	}
@@ -73,8 +73,8 @@ func Lines(md string) []Line {
 	return lines
 }
 
-// RunLen is the length of the run of c starting at s[i].
-func RunLen(s string, i int, c byte) int {
+// runLen is the length of the run of c starting at s[i].
+func runLen(s string, i int, c byte) int {
 	n := 0
 	for i+n < len(s) && s[i+n] == c {
 		n++

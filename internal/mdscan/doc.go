@@ -8,7 +8,9 @@
 //
 // It reads Markdown; it renders nothing and knows no dialect but
 // CommonMark's. Raw HTML and e-mail autolinks are not recognised (neither
-// side treats them). Every function is pure and safe for concurrent use.
+// side treats them). Its functions are pure and safe for concurrent use;
+// an Inline, which keeps the code spans it found in its line, is for one
+// goroutine.
 //
 // It is a leaf: it imports no other internal package.
 package mdscan

@@ -56,7 +56,7 @@ func (in *Inline) At(i int) (k Kind, end int) {
 		if end, ok := in.spans.from(s, i); ok {
 			return Code, end
 		}
-		return Backticks, i + RunLen(s, i, '`')
+		return Backticks, i + runLen(s, i, '`')
 	case '<':
 		if n := autolinkLen(s[i:]); n > 0 {
 			return Autolink, i + n
@@ -68,7 +68,7 @@ func (in *Inline) At(i int) (k Kind, end int) {
 // CodeText is the text of a code span as At found it, backticks removed
 // but the spaces inside kept.
 func CodeText(span string) string {
-	n := min(RunLen(span, 0, '`'), len(span)/2)
+	n := min(runLen(span, 0, '`'), len(span)/2)
 	return span[n : len(span)-n]
 }
 
@@ -185,7 +185,7 @@ func findCodeSpans(s string) codeSpans {
 		if s[i] != '`' || i > 0 && s[i-1] == '`' {
 			continue
 		}
-		n := RunLen(s, i, '`')
+		n := runLen(s, i, '`')
 		c[i] = -1
 		if e, ok := nearest[n]; ok {
 			c[i] = e
@@ -201,7 +201,7 @@ func (c codeSpans) from(s string, i int) (int, bool) {
 	if c[i] == 0 {
 		// The rest of a run whose first backtick was escaped: it opens
 		// a span of its own length.
-		n := RunLen(s, i, '`')
+		n := runLen(s, i, '`')
 		if j := closingRun(s, i+n, n); j >= 0 {
 			return j + n, true
 		}
@@ -218,7 +218,7 @@ func closingRun(s string, from, n int) int {
 			i++
 			continue
 		}
-		m := RunLen(s, i, '`')
+		m := runLen(s, i, '`')
 		if m == n {
 			return i
 		}
