@@ -26,7 +26,7 @@
 // replica.go); alone, a start recovers the turns a restart cut off.
 //
 // It and its subpackages are the only packages that import slack-go. It
-// imports turn, agent, llm, repos and session for their types and errors;
-// never tools (what a tool read comes with the turn's events), and nothing
-// from cmd.
+// imports turn, agent, llm, repos and session for their types and errors,
+// render for its messages; never tools (what a tool read comes with the
+// turn's events), and nothing from cmd.
 package slackbot
