@@ -38,10 +38,10 @@ type Inline struct {
 // NewInline reads s, one line without its line ending (or a link's text).
 func NewInline(s string) *Inline { return &Inline{s: s} }
 
-// At reports what s[i] starts among the inline constructs that the
-// scanners must take whole, in CommonMark's precedence, and where it ends.
-// For Text, end is i: nothing is taken. Links are not among them; a caller
-// that wants them tries Link where At says Text and s[i] is "[".
+// At reports what the line's byte i starts among the inline constructs
+// that the scanners must take whole, in CommonMark's precedence, and where
+// it ends. For Text, end is i: nothing is taken. Links are not among them;
+// a caller that wants them tries Link where At says Text at a "[".
 func (in *Inline) At(i int) (k Kind, end int) {
 	s := in.s
 	switch s[i] {
@@ -96,13 +96,14 @@ func autolinkLen(s string) int {
 	return 0
 }
 
-// Link parses an inline link [text](dest "title") at s[i], within s[:end]:
-// brackets in the text and parentheses in the destination balance, a
-// backslash escapes either, and the text's code spans and autolinks are
-// taken whole (CommonMark), so [a](x\)y) links to x\)y and [`]`](u) is a
-// link whose text is a code span. The destination ends at the line's end.
-// dest is the destination as written, without the title or the angle
-// brackets around it; n is the length of the whole link.
+// Link parses an inline link [text](dest "title") at byte i of the line,
+// reading no further than end. Brackets in the text and parentheses in the
+// destination balance, a backslash escapes either, and the text's code
+// spans and autolinks are taken whole (CommonMark), so [a](x\)y) links to
+// x\)y and [`]`](u) is a link whose text is a code span. The destination
+// ends at the line's end. dest is the destination as written, without the
+// title or the angle brackets around it; n is the length of the whole
+// link.
 func (in *Inline) Link(i, end int) (text, dest string, n int, ok bool) {
 	s := in.s[:end]
 	closeText := in.linkText(i, end)
