@@ -121,20 +121,12 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens}, nil
 }
 
-// toolbox is the tools over one checkout. They are the same, in the same
-// order, for every repository, so the tool definitions sent with each
-// request stay byte-identical and the provider's prompt cache holds across
-// turns, threads and repositories.
+// toolbox is the tools over one checkout, tools.Default. They are the
+// same, in the same order, for every repository, so the tool definitions
+// sent with each request stay byte-identical and the provider's prompt
+// cache holds across turns, threads and repositories.
 func toolbox(ws *tools.Workspace) agent.Toolbox {
-	return tools.NewRegistry(
-		tools.NewListFiles(ws),
-		tools.NewReadFile(ws),
-		tools.NewSearchCode(ws, tools.SearchCodeOptions{}),
-		tools.NewGlob(ws),
-		tools.NewGitLog(ws, tools.GitOptions{}),
-		tools.NewGitShow(ws, tools.GitOptions{}),
-		tools.NewGitBlame(ws, tools.GitOptions{}),
-	)
+	return tools.NewRegistry(tools.Default(ws, tools.Options{})...)
 }
 
 // clock dates the context a thread's first question carries to the model;

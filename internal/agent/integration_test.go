@@ -40,7 +40,7 @@ func checkout(t testing.TB) *tools.Registry {
 	if err != nil {
 		t.Fatalf("NewWorkspace: %v", err)
 	}
-	return tools.NewRegistry(tools.NewListFiles(ws), tools.NewReadFile(ws), tools.NewGlob(ws))
+	return tools.NewRegistry(tools.NewListFiles(ws, tools.Options{}), tools.NewReadFile(ws, tools.Options{}), tools.NewGlob(ws, tools.Options{}))
 }
 
 // The three-round scenario against the real registry and tools: a listing,

@@ -83,7 +83,7 @@ func TestRunSearchStopsWithItsCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := tools.NewRegistry(tools.NewSearchCode(ws, tools.SearchCodeOptions{}))
+	reg := tools.NewRegistry(tools.NewSearchCode(ws, tools.Options{}))
 	model := newModel(t,
 		callTools(llm.Usage{}, tc("c1", "search_code", `{"pattern":"[a-z]{900}Q"}`)),
 		answer("done", llm.Usage{}),

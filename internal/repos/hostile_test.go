@@ -59,9 +59,9 @@ func TestHostileRemoteRunsNothing(t *testing.T) {
 		t.Errorf("the worktree's git dir %s is not under the data directory %s", g.GitDir, data)
 	}
 	for _, tool := range []tools.Tool{
-		tools.NewListFiles(l.Workspace),
-		tools.NewGitLog(l.Workspace, tools.GitOptions{}),
-		tools.NewGitShow(l.Workspace, tools.GitOptions{}),
+		tools.NewListFiles(l.Workspace, tools.Options{}),
+		tools.NewGitLog(l.Workspace, tools.Options{}),
+		tools.NewGitShow(l.Workspace, tools.Options{}),
 	} {
 		if _, err := tool.Run(t.Context(), json.RawMessage(`{}`)); err != nil {
 			t.Errorf("%s over the lease: %v", tool.Definition().Name, err)

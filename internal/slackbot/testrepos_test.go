@@ -40,7 +40,7 @@ func newTestRepos(t testing.TB, files map[string]string) *repos.Manager {
 // testTools are the tools of every test bot's turns, over a lease's
 // workspace, as cmd/bot builds them (fewer of them).
 func testTools(ws *tools.Workspace) agent.Toolbox {
-	return tools.NewRegistry(tools.NewReadFile(ws), tools.NewListFiles(ws))
+	return tools.NewRegistry(tools.NewReadFile(ws, tools.Options{}), tools.NewListFiles(ws, tools.Options{}))
 }
 
 // idleTurns runs the turns of a bot whose test stops before any turn runs,

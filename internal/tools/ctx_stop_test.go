@@ -17,10 +17,10 @@ import (
 func TestReadFileStopsWithItsContext(t *testing.T) {
 	dir := t.TempDir()
 	wsWriteFiles(t, dir, map[string]string{"min.js": strings.Repeat(strings.Repeat("x", 1<<20)+"\n", 3)})
-	tool := NewReadFile(wsNew(t, dir, WorkspaceOptions{}))
+	tool := NewReadFile(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	out, err := tool.Run(ctx, json.RawMessage(`{"path":"min.js"}`))
+	out, err := runText(ctx, tool, json.RawMessage(`{"path":"min.js"}`))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Run on an ended context = %q, %v; want context.Canceled", out, err)
 	}
@@ -51,10 +51,10 @@ func TestReadFilePageWithoutTotal(t *testing.T) {
 		fmt.Fprintf(&b, "line %d %s\n", i, strings.Repeat("y", 40))
 	}
 	wsWriteFiles(t, dir, map[string]string{"log.txt": b.String()})
-	tool := NewReadFile(wsNew(t, dir, WorkspaceOptions{}))
+	tool := NewReadFile(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	// The first reads (64 KB each) give the page; a later one fails.
 	ctx := &expiringCtx{Context: t.Context(), n: 5}
-	out, err := tool.Run(ctx, json.RawMessage(`{"path":"log.txt","limit":10}`))
+	out, err := runText(ctx, tool, json.RawMessage(`{"path":"log.txt","limit":10}`))
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -85,7 +85,7 @@ func TestGlobRefusesCostlyPatterns(t *testing.T) {
 	dir := t.TempDir()
 	wsWriteFiles(t, dir, map[string]string{"a/b/c.go": "", "x.ts": ""})
 	ws := wsNew(t, dir, WorkspaceOptions{})
-	glob, search := NewGlob(ws), NewSearchCode(ws, SearchCodeOptions{})
+	glob, search := NewGlob(ws, Options{}), NewSearchCode(ws, Options{})
 	explode := strings.Repeat("{,}", 30) + "nothing"
 	tests := []struct {
 		name, pattern, want string
@@ -98,11 +98,11 @@ func TestGlobRefusesCostlyPatterns(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in, _ := json.Marshal(map[string]string{"pattern": tt.pattern})
-			if out, err := glob.Run(t.Context(), in); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if out, err := runText(t.Context(), glob, in); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("glob = %q, %v; want an error containing %q", out, err, tt.want)
 			}
 			in, _ = json.Marshal(map[string]string{"pattern": "x", "include": tt.pattern})
-			if out, err := search.Run(t.Context(), in); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if out, err := runText(t.Context(), search, in); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("search_code include = %q, %v; want an error containing %q", out, err, tt.want)
 			}
 		})

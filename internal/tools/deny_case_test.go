@@ -107,7 +107,7 @@ func TestDenyCaseEveryTool(t *testing.T) {
 	if diff := cmp.Diff([]string{"main.go"}, files); diff != "" {
 		t.Errorf("Files (-want +got):\n%s", diff)
 	}
-	glob, list, search, log := NewGlob(ws), NewListFiles(ws), NewSearchCode(ws, SearchCodeOptions{}), NewGitLog(ws, GitOptions{})
+	glob, list, search, log := NewGlob(ws, Options{}), NewListFiles(ws, Options{}), NewSearchCode(ws, Options{}), NewGitLog(ws, Options{})
 	for _, c := range []struct {
 		tool Tool
 		args map[string]any

@@ -50,9 +50,9 @@ var (
 
 // NewGitBlame returns the git_blame tool over ws. It can be built over a
 // checkout that is not a git repository; its calls then fail with
-// ErrNotGitRepo.
-func NewGitBlame(ws *Workspace, opts GitOptions) *GitBlame {
-	return &GitBlame{git: newGitCLI(ws, opts)}
+// ErrNotGitRepo. opts.Git configures it.
+func NewGitBlame(ws *Workspace, opts Options) *GitBlame {
+	return &GitBlame{git: newGitCLI(ws, opts.Git)}
 }
 
 var gitBlameSchema = json.RawMessage(`{
@@ -72,61 +72,43 @@ func (g *GitBlame) Definition() Definition {
 }
 
 // Run implements Tool.
-func (g *GitBlame) Run(ctx context.Context, input json.RawMessage) (string, error) {
+func (g *GitBlame) Run(ctx context.Context, input json.RawMessage) (Output, error) {
 	args, err := ParseArgs[gitBlameArgs](input)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
-	if strings.TrimSpace(args.Path) == "" {
-		return "", errors.New(`"path" is required: the file to blame, relative to the repository root, e.g. "internal/server/server.go"`)
-	}
-	if args.Start < 0 || args.End < 0 {
-		return "", fmt.Errorf(`"start" and "end" are 1-based line numbers; got start=%d, end=%d`, args.Start, args.End)
-	}
-	start := max(args.Start, 1)
-	end := args.End
-	if end == 0 {
-		end = start + defaultBlameLines - 1
-	}
-	if end < start {
-		return "", fmt.Errorf(`"end" (%d) is before "start" (%d); give end >= start`, end, start)
-	}
-	end = min(end, start+maxBlameLines-1)
-	ref := strings.TrimSpace(args.Commit)
-	if ref == "" {
-		ref = "HEAD"
-	}
-	if err := checkRef(ref); err != nil {
-		return "", err
+	start, end, ref, err := args.lines()
+	if err != nil {
+		return Output{}, err
 	}
 	rel, err := g.git.gitPath(args.Path)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	if rel == "." {
-		return "", errors.New(`"path" names the repository root; give a file, e.g. "README.md"`)
+		return Output{}, errors.New(`"path" names the repository root; give a file, e.g. "README.md"`)
 	}
 	ctx, cancel := context.WithTimeout(ctx, g.git.opts.Timeout)
 	defer cancel()
 	if _, err := g.git.prefix(ctx); err != nil {
-		return "", err
+		return Output{}, err
 	}
 	sha, err := g.git.resolveCommit(ctx, ref)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	// A public path whose blob was ever at a denied path is that secret
 	// under another name.
 	secrets, err := g.git.secretsAt(ctx, sha)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	total, err := g.countLines(ctx, sha, rel, ref, args.Path, secrets)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	if start > total {
-		return "", fmt.Errorf("start %d is past the end of %s, which has %d %s at %s; use start from 1 to %d", start, rel, total, nounFor(total, "line", "lines"), ref, total)
+		return Output{}, fmt.Errorf("start %d is past the end of %s, which has %d %s at %s; use start from 1 to %d", start, rel, total, nounFor(total, "line", "lines"), ref, total)
 	}
 	end = min(end, total)
 
@@ -137,20 +119,67 @@ func (g *GitBlame) Run(ctx context.Context, input json.RawMessage) (string, erro
 		"blame", "--porcelain", "--no-textconv", "--no-ignore-revs-file",
 		"-L", strconv.Itoa(start)+","+strconv.Itoa(end), sha, "--", rel)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	lines := parsePorcelain(out)
 	if truncated && len(lines) > 0 {
 		lines = lines[:len(lines)-1]
 	}
-	header := func(last int) string {
-		return fmt.Sprintf("blame of %s at %s (%s), lines %d–%d of %d\n", rel, ref, sha[:8], start, last, total)
+	page := blamePage{rel: rel, ref: ref, sha: sha, start: start, end: end, total: total}
+	// The lines asked for, as a person would link them: the page shown
+	// may end sooner, and its footer says where to go on.
+	r := Ref{Path: rel, Commit: sha}
+	if args.Start > 0 {
+		r.Start, r.End = args.Start, max(args.End, args.Start)
 	}
-	// The page holds the lines that fit the output budget, whole, so
-	// the continuation below is where the model must go on.
-	budget := max(OutputBudget(ctx)-len(header(end))-blameFooterRoom, minPageBytes)
+	return Output{Text: page.render(lines, OutputBudget(ctx)), Refs: []Ref{r}}, nil
+}
+
+// lines checks the range and commit asked for and fills in the defaults:
+// start..end, at most maxBlameLines of them, at ref.
+func (a gitBlameArgs) lines() (start, end int, ref string, err error) {
+	if strings.TrimSpace(a.Path) == "" {
+		return 0, 0, "", errors.New(`"path" is required: the file to blame, relative to the repository root, e.g. "internal/server/server.go"`)
+	}
+	if a.Start < 0 || a.End < 0 {
+		return 0, 0, "", fmt.Errorf(`"start" and "end" are 1-based line numbers; got start=%d, end=%d`, a.Start, a.End)
+	}
+	start = max(a.Start, 1)
+	end = a.End
+	if end == 0 {
+		end = start + defaultBlameLines - 1
+	}
+	if end < start {
+		return 0, 0, "", fmt.Errorf(`"end" (%d) is before "start" (%d); give end >= start`, end, start)
+	}
+	end = min(end, start+maxBlameLines-1)
+	ref = strings.TrimSpace(a.Commit)
+	if ref == "" {
+		ref = "HEAD"
+	}
+	if err := checkRef(ref); err != nil {
+		return 0, 0, "", err
+	}
+	return start, end, ref, nil
+}
+
+// blamePage is one page of a blame: lines start..end of rel's total, at
+// ref, which resolved to sha.
+type blamePage struct {
+	rel, ref, sha     string
+	start, end, total int
+}
+
+// render writes the header, the blamed lines that fit budget bytes whole,
+// so the continuation below is where the model must go on, and that
+// continuation.
+func (p blamePage) render(lines []blameLine, budget int) string {
+	header := func(last int) string {
+		return fmt.Sprintf("blame of %s at %s (%s), lines %d–%d of %d\n", p.rel, p.ref, p.sha[:8], p.start, last, p.total)
+	}
+	budget = max(budget-len(header(p.end))-blameFooterRoom, minPageBytes)
 	var body strings.Builder
-	last := start - 1
+	last := p.start - 1
 	for _, l := range lines {
 		line := strconv.Itoa(l.no) + "\t" + l.sha[:8] + " " + clipRunes(l.author, maxAuthorRunes) + " " + l.date + "\t" + blameText(l.text) + "\n"
 		if body.Len()+len(line) > budget {
@@ -165,10 +194,10 @@ func (g *GitBlame) Run(ctx context.Context, input json.RawMessage) (string, erro
 	var b strings.Builder
 	b.WriteString(header(last))
 	b.WriteString(body.String())
-	if last < total {
+	if last < p.total {
 		fmt.Fprintf(&b, "[continue with start=%d]\n", last+1)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 const (

@@ -45,9 +45,9 @@ var (
 
 // NewGitLog returns the git_log tool over ws. It can be built over a
 // checkout that is not a git repository; its calls then fail with
-// ErrNotGitRepo.
-func NewGitLog(ws *Workspace, opts GitOptions) *GitLog {
-	return &GitLog{git: newGitCLI(ws, opts)}
+// ErrNotGitRepo. opts.Git configures it.
+func NewGitLog(ws *Workspace, opts Options) *GitLog {
+	return &GitLog{git: newGitCLI(ws, opts.Git)}
 }
 
 var gitLogSchema = json.RawMessage(`{
@@ -77,42 +77,79 @@ const (
 )
 
 // Run implements Tool.
-func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error) {
+func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (Output, error) {
 	args, err := ParseArgs[gitLogArgs](input)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
-	limit := args.Limit
-	switch {
-	case limit < 0:
-		return "", fmt.Errorf(`"limit" must be from 1 to %d, not %d; leave it out for %d`, maxLogLimit, limit, defaultLogLimit)
-	case limit == 0:
-		limit = defaultLogLimit
-	case limit > maxLogLimit:
-		limit = maxLogLimit
-	}
-	for _, f := range []struct{ name, v string }{{"grep", args.Grep}, {"pickaxe", args.Pickaxe}, {"author", args.Author}} {
-		if err := checkText(f.name, f.v); err != nil {
-			return "", err
-		}
-	}
-	if args.Since != "" {
-		if err := checkSince(args.Since); err != nil {
-			return "", err
-		}
+	limit, err := args.check()
+	if err != nil {
+		return Output{}, err
 	}
 	rel, err := l.git.gitPath(args.Path)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.git.opts.Timeout)
 	defer cancel()
 	prefix, err := l.git.prefix(ctx)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
-	follow := rel != "." && !l.isDir(rel)
+	isDir := rel == "." || l.isDir(rel)
+	follow := !isDir
+	var secrets *secretBlobs
+	if args.Pickaxe != "" || follow {
+		if secrets, err = l.git.secrets(ctx); err != nil {
+			return Output{}, err
+		}
+	}
+	out, truncated, err := l.git.output(ctx, logOutputLimit, l.argv(args, rel, prefix, follow, limit)...)
+	if err != nil {
+		return Output{}, err
+	}
+	commits := parseLog(out, truncated)
+	if args.Pickaxe != "" {
+		commits = l.dropDenied(commits, prefix, secrets)
+	} else if follow {
+		commits = l.dropFollowedSecrets(commits, prefix, secrets)
+	}
+	o := Text(renderLog(args, rel, follow, limit, commits, OutputBudget(ctx)))
+	if strings.TrimSpace(args.Path) != "" {
+		o.Refs = []Ref{{Path: rel, Dir: isDir}}
+	}
+	return o, nil
+}
 
+// check refuses what the model must fix and returns the number of commits
+// to list.
+func (a gitLogArgs) check() (limit int, err error) {
+	limit = a.Limit
+	switch {
+	case limit < 0:
+		return 0, fmt.Errorf(`"limit" must be from 1 to %d, not %d; leave it out for %d`, maxLogLimit, limit, defaultLogLimit)
+	case limit == 0:
+		limit = defaultLogLimit
+	case limit > maxLogLimit:
+		limit = maxLogLimit
+	}
+	for _, f := range []struct{ name, v string }{{"grep", a.Grep}, {"pickaxe", a.Pickaxe}, {"author", a.Author}} {
+		if err := checkText(f.name, f.v); err != nil {
+			return 0, err
+		}
+	}
+	if a.Since != "" {
+		if err := checkSince(a.Since); err != nil {
+			return 0, err
+		}
+	}
+	return limit, nil
+}
+
+// argv is the git log command of a call: rel is the path asked for ("."
+// for all), prefix where the checkout is below the top of its repository,
+// follow whether rel is a file whose renames are followed.
+func (l *GitLog) argv(args gitLogArgs, rel, prefix string, follow bool, limit int) []string {
 	// One more than asked for tells whether older commits exist.
 	argv := []string{"log", "-z", "-n", strconv.Itoa(limit + 1), "--abbrev=8", "--date=short", logFormat,
 		"--no-show-signature", "--no-notes", "--no-textconv", "--no-ext-diff", "--no-color"}
@@ -164,23 +201,7 @@ func (l *GitLog) Run(ctx context.Context, input json.RawMessage) (string, error)
 		}
 		argv = append(argv, denyExcludes(l.git.ws.deny)...)
 	}
-	var secrets *secretBlobs
-	if args.Pickaxe != "" || follow {
-		if secrets, err = l.git.secrets(ctx); err != nil {
-			return "", err
-		}
-	}
-	out, truncated, err := l.git.output(ctx, logOutputLimit, argv...)
-	if err != nil {
-		return "", err
-	}
-	commits := parseLog(out, truncated)
-	if args.Pickaxe != "" {
-		commits = l.dropDenied(commits, prefix, secrets)
-	} else if follow {
-		commits = l.dropFollowedSecrets(commits, prefix, secrets)
-	}
-	return renderLog(args, rel, follow, limit, commits, OutputBudget(ctx)), nil
+	return argv
 }
 
 // isDir says whether rel is a directory in the working tree. A file that

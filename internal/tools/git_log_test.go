@@ -220,7 +220,7 @@ func TestGitLogPickaxeThroughSecretRenames(t *testing.T) {
 		{who: alice, date: "2024-01-13T10:00:00+00:00", msg: "Publish it too", remove: []string{"config/.env.a\tb"},
 			write: map[string]string{"config/tabbed.txt": envLines + "KEY=\n"}},
 	})
-	bracesLog := NewGitLog(wsNew(t, braces, WorkspaceOptions{Deny: []string{"config/{secret,private}.txt"}}), GitOptions{})
+	bracesLog := NewGitLog(wsNew(t, braces, WorkspaceOptions{Deny: []string{"config/{secret,private}.txt"}}), Options{})
 
 	none := func(where string) string {
 		return "no commits: " + where + ". grep searches commit messages, pickaxe searches the code a commit added or removed, author matches part of a name or email; loosen a filter, or check the path with glob.\n"

@@ -51,9 +51,9 @@ var (
 
 // NewGitShow returns the git_show tool over ws. It can be built over a
 // checkout that is not a git repository; its calls then fail with
-// ErrNotGitRepo.
-func NewGitShow(ws *Workspace, opts GitOptions) *GitShow {
-	return &GitShow{git: newGitCLI(ws, opts)}
+// ErrNotGitRepo. opts.Git configures it.
+func NewGitShow(ws *Workspace, opts Options) *GitShow {
+	return &GitShow{git: newGitCLI(ws, opts.Git)}
 }
 
 var gitShowSchema = json.RawMessage(`{
@@ -84,49 +84,63 @@ func diffFlags(rename string) []string {
 }
 
 // Run implements Tool.
-func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error) {
+func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (Output, error) {
 	args, err := ParseArgs[gitShowArgs](input)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	ref := strings.TrimSpace(args.Commit)
 	if ref == "" {
 		ref = "HEAD"
 	}
 	if err := checkRef(ref); err != nil {
-		return "", err
+		return Output{}, err
 	}
 	rel := "."
 	if strings.TrimSpace(args.Path) != "" {
 		if rel, err = s.git.gitPath(args.Path); err != nil {
-			return "", err
+			return Output{}, err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.git.opts.Timeout)
 	defer cancel()
 	if _, err := s.git.prefix(ctx); err != nil {
-		return "", err
+		return Output{}, err
 	}
 	sha, err := s.git.resolveCommit(ctx, ref)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 
 	// Every blob that was ever at a denied path, under any name; the
 	// commit's own history counts too when no ref reaches it.
 	secrets, err := s.git.secretsAt(ctx, sha)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	ch, err := s.changes(ctx, sha, secrets)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
-	rename := ch.rename
-
-	// Everything shown fits the output budget: the message and file
-	// list take at most a third of it when a diff is to follow.
 	budget := OutputBudget(ctx)
+	var b strings.Builder
+	if err := s.writeMeta(ctx, &b, sha, rel, ch, budget); err != nil {
+		return Output{}, err
+	}
+	if rel == "." {
+		b.WriteString("\n[pass path (a file from the list above) to see its diff in this commit]\n")
+		return Text(b.String()), nil
+	}
+	if err := s.diff(ctx, &b, sha, rel, ch.rename, secrets, budget); err != nil {
+		return Text(b.String()), err
+	}
+	return Output{Text: b.String(), Refs: []Ref{{Path: rel, Commit: sha}}}, nil
+}
+
+// writeMeta writes the commit's metadata, message and diffstat. They fit
+// the output budget: they take at most a third of it when a diff of rel
+// is to follow.
+func (s *GitShow) writeMeta(ctx context.Context, b *strings.Builder, sha, rel string, ch commitChanges, budget int) error {
 	metaLimit := max(1024, min(showMetaLimit, budget-showNoteRoom))
 	if rel != "." {
 		metaLimit = max(1024, min(metaLimit, budget/3))
@@ -135,15 +149,15 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 		"--pretty=format:commit %H%nAuthor: %an <%ae>%nDate:   %ad%nParents: %p%n%n%B", "--no-show-signature", "--no-notes",
 		"--end-of-options", sha, "--")
 	if err != nil {
-		return "", err
+		return err
 	}
 	var stat []byte
 	if specs := ch.statSpecs(s.git.ws.deny); !truncated && specs != nil {
-		argv := append([]string{"show", "--format=", "--stat=1000,800," + strconv.Itoa(statFiles), "--stat-graph-width=20"}, diffFlags(rename)...)
+		argv := append([]string{"show", "--format=", "--stat=1000,800," + strconv.Itoa(statFiles), "--stat-graph-width=20"}, diffFlags(ch.rename)...)
 		argv = append(argv, "--end-of-options", sha, "--")
 		argv = append(argv, specs...)
 		if stat, truncated, err = s.git.output(ctx, max(256, metaLimit-len(head)), argv...); err != nil {
-			return "", err
+			return err
 		}
 	}
 	meta := bytes.TrimRight(head, "\n")
@@ -156,135 +170,16 @@ func (s *GitShow) Run(ctx context.Context, input json.RawMessage) (string, error
 			meta = meta[:i+1]
 		}
 	}
-	var b strings.Builder
 	b.WriteString(strings.Replace(strings.ToValidUTF8(string(bytes.TrimRight(meta, "\n")), "\uFFFD"),
 		"\nParents: \n", "\nParents: none (the first commit)\n", 1))
 	b.WriteByte('\n')
 	if truncated {
-		fmt.Fprintf(&b, "[message and file list cut at %d KB, for the output limit]\n", metaLimit>>10)
+		fmt.Fprintf(b, "[message and file list cut at %d KB, for the output limit]\n", metaLimit>>10)
 	}
 	if ch.split {
 		b.WriteString("[renames in this commit are listed as a deletion and an addition]\n")
 	}
-	if rel == "." {
-		b.WriteString("\n[pass path (a file from the list above) to see its diff in this commit]\n")
-		return b.String(), nil
-	}
-	if err := s.diff(ctx, &b, sha, rel, rename, secrets, budget); err != nil {
-		return b.String(), err
-	}
-	return b.String(), nil
-}
-
-// Rename flags of commitChanges.
-const (
-	findRenames = "-M"
-	noRenames   = "--no-renames"
-)
-
-// commitChanges is what changed in a commit, as far as the tools may say.
-type commitChanges struct {
-	// rename is the rename flag of every diff of the commit. A rename or
-	// copy is diffed against its old path's content, so a pair with a
-	// secret file, or a secret's content, on either side would print the
-	// secret's lines in the patch, and its line counts in the diffstat;
-	// such a commit is diffed without renames, each path against its own
-	// history. Other commits keep the readable rename.
-	rename string
-	// shown are the changed paths that are neither denied nor hold a
-	// secret blob on either side, when some are (hidden); a denied file
-	// is left out of the diffstat as if it were not there, as a citation
-	// of it reads like one of a missing file: its name, and its line
-	// counts, would tell that a secret changed and by how much.
-	shown  []string
-	hidden bool
-	// split says renames between public files are shown as a deletion
-	// and an addition because of a pair with a hidden side, which the
-	// output says so that the model does not take them for two changes.
-	split bool
-	// cut says the file list was too long to read whole: it is taken to
-	// hold such a pair, and the diffstat leaves out what the deny-list's
-	// patterns can.
-	cut bool
-}
-
-// changes lists the commit's changed files with their blobs.
-func (s *GitShow) changes(ctx context.Context, sha string, secrets *secretBlobs) (commitChanges, error) {
-	argv := append([]string{"show", "--format=", "--raw", "-z"}, diffFlags(findRenames)...)
-	argv = append(argv, "--end-of-options", sha, "--")
-	out, truncated, err := s.git.output(ctx, 1<<20, argv...)
-	if err != nil {
-		return commitChanges{}, err
-	}
-	if truncated {
-		return commitChanges{rename: noRenames, cut: true, split: true}, nil
-	}
-	ch := commitChanges{rename: findRenames}
-	ws := s.git.ws
-	for _, e := range parseNameStatus(out) {
-		if e.paired() && (e.anyDenied(ws) || e.secret(secrets)) {
-			ch.rename = noRenames
-		}
-		if e.paired() {
-			n := len(ch.shown)
-			if ws.Denied(e.from) || secrets.hasPrefix(e.oldBlob) {
-				ch.hidden = true
-			} else {
-				ch.shown = append(ch.shown, e.from)
-			}
-			if ws.Denied(e.to) || secrets.hasPrefix(e.newBlob) {
-				ch.hidden = true
-			} else {
-				ch.shown = append(ch.shown, e.to)
-			}
-			ch.split = ch.split || len(ch.shown) == n+2
-			continue
-		}
-		if ws.Denied(e.to) || e.secret(secrets) {
-			ch.hidden = true
-		} else {
-			ch.shown = append(ch.shown, e.to)
-		}
-	}
-	ch.split = ch.split && ch.rename == noRenames
-	return ch, nil
-}
-
-// statSpecs are the pathspecs of the commit's diffstat: none (the whole
-// commit) when nothing is hidden, the shown files one by one when some
-// are, and when the list was cut, or is too long for one command line,
-// the whole checkout less what the deny-list's patterns exclude. nil
-// means there is no file to list.
-func (c commitChanges) statSpecs(deny denyList) []string {
-	switch {
-	case !c.cut && !c.hidden:
-		return []string{}
-	case !c.cut && len(c.shown) == 0:
-		return nil
-	case !c.cut && len(c.shown) <= maxDiffFiles:
-		specs := make([]string, 0, len(c.shown))
-		for _, f := range c.shown {
-			specs = append(specs, literalPathspec(f))
-		}
-		return specs
-	}
-	return append([]string{"."}, denyExcludes(deny)...)
-}
-
-// parseNameStatus reads the entries of `--name-status -z` output.
-func parseNameStatus(out []byte) []diffEntry {
-	toks := strings.Split(string(out), "\x00")
-	var entries []diffEntry
-	for i := 0; i < len(toks); {
-		e, used, ok := readNameStatus(toks[i:])
-		if !ok {
-			i++
-			continue
-		}
-		entries = append(entries, e)
-		i += used
-	}
-	return entries
+	return nil
 }
 
 // diff appends the diff of rel in commit sha. A secret file is never
@@ -306,86 +201,33 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 		// The last entry's path may be cut.
 		entries = entries[:len(entries)-1]
 	}
-	var files, hidden, notes, held []string
-	// hidden are denied paths; held are public paths whose content, on
-	// one side of the diff, is a secret blob.
-	hide := func(name string) {
-		if s.git.ws.Denied(name) {
-			hidden = append(hidden, name)
-		} else {
-			held = append(held, name)
-		}
-	}
-	for _, e := range entries {
-		if !e.paired() {
-			switch {
-			case s.git.ws.Denied(e.to):
-				hidden = append(hidden, e.to)
-			case e.secret(secrets):
-				held = append(held, e.to)
-			default:
-				files = append(files, e.to)
-			}
-			continue
-		}
-		fromDenied := s.git.ws.Denied(e.from) || secrets.hasPrefix(e.oldBlob)
-		toDenied := s.git.ws.Denied(e.to) || secrets.hasPrefix(e.newBlob)
-		verb := "renamed"
-		if e.status == 'C' {
-			verb = "copied"
-		}
-		switch {
-		case !fromDenied && !toDenied:
-			files = append(files, e.from, e.to)
-		case fromDenied && toDenied:
-			hide(e.from)
-			hide(e.to)
-		case fromDenied:
-			// Named alone, the new path is diffed as a new file: its
-			// own content, nothing of the secret it came from. A
-			// denied path is not named at all.
-			hide(e.from)
-			files = append(files, e.to)
-			if !s.git.ws.Denied(e.from) {
-				notes = append(notes, fmt.Sprintf("%s was %s from %s, whose content is not shown: shown as a new file", e.to, verb, e.from))
-			}
-		default:
-			hide(e.to)
-			if e.status == 'R' {
-				files = append(files, e.from)
-				if !s.git.ws.Denied(e.to) {
-					notes = append(notes, fmt.Sprintf("%s was renamed to %s, whose content is not shown: shown as a deletion", e.from, e.to))
-				}
-			}
-		}
-	}
+	d := s.sortDiff(entries, secrets)
 	// Denied files (hidden) are left out without a word, as the
 	// diffstat leaves them out: a directory whose only change is a
 	// secret file's is not changed, as far as the tools tell.
-	short := sha[:8]
-	if len(files) == 0 && len(held) == 0 {
-		fmt.Fprintf(b, "\n[%s is not changed in commit %s; pass a path from the list above]\n", rel, short)
+	if len(d.files) == 0 && len(d.held) == 0 {
+		fmt.Fprintf(b, "\n[%s is not changed in commit %s; pass a path from the list above]\n", rel, sha[:8])
 		return nil
 	}
 	b.WriteString("\n")
-	if len(held) > 0 {
-		fmt.Fprintf(b, "[not shown, their content was once in a secret file: %s]\n", strings.Join(held, ", "))
+	if len(d.held) > 0 {
+		fmt.Fprintf(b, "[not shown, their content was once in a secret file: %s]\n", strings.Join(d.held, ", "))
 	}
-	for _, n := range notes {
+	for _, n := range d.notes {
 		fmt.Fprintf(b, "[%s]\n", n)
 	}
-	if len(files) == 0 {
+	if len(d.files) == 0 {
 		return nil
 	}
 	specs := []string{literalPathspec(rel)}
-	if len(hidden) > 0 || len(held) > 0 || truncated {
+	if len(d.hidden) > 0 || len(d.held) > 0 || truncated {
 		specs = specs[:0]
-		for _, f := range files[:min(len(files), maxDiffFiles)] {
+		for _, f := range d.files[:min(len(d.files), maxDiffFiles)] {
 			specs = append(specs, literalPathspec(f))
 		}
 	}
 	next := "pass one file's path to see its diff alone"
-	if len(files) == 1 {
+	if len(d.files) == 1 {
 		next = "read the file as it is now with read_file, or see which commit wrote which lines with git_blame"
 	}
 	limit := min(diffMaxBytes, budget-b.Len()-showNoteRoom)
@@ -400,6 +242,80 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 	if err != nil {
 		return err
 	}
+	writePatch(b, patch, cut, limit, next)
+	return nil
+}
+
+// diffSides is a commit's changed files under a path, sorted by what may
+// be shown of them.
+type diffSides struct {
+	files  []string // diffed
+	hidden []string // denied paths, not named at all
+	held   []string // public paths whose content, on one side, is a secret blob
+	notes  []string // what a rename with a hidden side is shown as
+}
+
+// sortDiff sorts the entries of a commit's raw diff into what is diffed,
+// what is hidden and what is named but not diffed.
+func (s *GitShow) sortDiff(entries []diffEntry, secrets *secretBlobs) diffSides {
+	var d diffSides
+	denied := s.git.ws.Denied
+	hide := func(name string) {
+		if denied(name) {
+			d.hidden = append(d.hidden, name)
+		} else {
+			d.held = append(d.held, name)
+		}
+	}
+	for _, e := range entries {
+		if !e.paired() {
+			switch {
+			case denied(e.to):
+				d.hidden = append(d.hidden, e.to)
+			case e.secret(secrets):
+				d.held = append(d.held, e.to)
+			default:
+				d.files = append(d.files, e.to)
+			}
+			continue
+		}
+		fromDenied := denied(e.from) || secrets.hasPrefix(e.oldBlob)
+		toDenied := denied(e.to) || secrets.hasPrefix(e.newBlob)
+		verb := "renamed"
+		if e.status == 'C' {
+			verb = "copied"
+		}
+		switch {
+		case !fromDenied && !toDenied:
+			d.files = append(d.files, e.from, e.to)
+		case fromDenied && toDenied:
+			hide(e.from)
+			hide(e.to)
+		case fromDenied:
+			// Named alone, the new path is diffed as a new file: its
+			// own content, nothing of the secret it came from. A
+			// denied path is not named at all.
+			hide(e.from)
+			d.files = append(d.files, e.to)
+			if !denied(e.from) {
+				d.notes = append(d.notes, fmt.Sprintf("%s was %s from %s, whose content is not shown: shown as a new file", e.to, verb, e.from))
+			}
+		default:
+			hide(e.to)
+			if e.status == 'R' {
+				d.files = append(d.files, e.from)
+				if !denied(e.to) {
+					d.notes = append(d.notes, fmt.Sprintf("%s was renamed to %s, whose content is not shown: shown as a deletion", e.from, e.to))
+				}
+			}
+		}
+	}
+	return d
+}
+
+// writePatch appends the patch git wrote, whole lines only and at most
+// diffMaxLines of them; cut says git's output stopped at limit bytes.
+func writePatch(b *strings.Builder, patch []byte, cut bool, limit int, next string) {
 	text := string(patch)
 	at := ""
 	if cut {
@@ -423,7 +339,6 @@ func (s *GitShow) diff(ctx context.Context, b *strings.Builder, sha, rel, rename
 	if cut {
 		fmt.Fprintf(b, "[diff cut at %d lines%s; it goes on. To see more, %s]\n", len(lines), at, next)
 	}
-	return nil
 }
 
 // Summarize gives "1a2b3c4d: 3 files changed".

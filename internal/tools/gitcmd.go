@@ -28,8 +28,8 @@ const DefaultGitTimeout = 10 * time.Second
 // over such a checkout; they answer every call with this error.
 var ErrNotGitRepo = errors.New("this checkout is not a git repository; git history is not available")
 
-// GitOptions configures the git history tools (NewGitLog, NewGitShow,
-// NewGitBlame). The zero value gives the defaults.
+// GitOptions configures the git history tools, git_log, git_show and
+// git_blame (Options.Git). The zero value gives the defaults.
 type GitOptions struct {
 	// Timeout bounds one tool call. Zero means DefaultGitTimeout.
 	Timeout time.Duration

@@ -172,14 +172,15 @@ func runGitTool(t testing.TB, tool Tool, args any) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tool.Run(context.Background(), in)
+	return runText(context.Background(), tool, in)
 }
 
 // gitTools builds all three tools over one workspace.
 func gitTools(t testing.TB, dir string, opts GitOptions) (Tool, Tool, Tool) {
 	t.Helper()
 	ws := wsNew(t, dir, WorkspaceOptions{})
-	return NewGitLog(ws, opts), NewGitShow(ws, opts), NewGitBlame(ws, opts)
+	o := Options{Git: opts}
+	return NewGitLog(ws, o), NewGitShow(ws, o), NewGitBlame(ws, o)
 }
 
 // writeScript writes an executable shell script.

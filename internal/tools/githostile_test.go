@@ -24,18 +24,18 @@ func everyTool(ws *Workspace) []struct {
 		tool Tool
 		args string
 	}{
-		{NewListFiles(ws), `{"recursive":true}`},
-		{NewGlob(ws), `{"pattern":"**/*"}`},
-		{NewSearchCode(ws, SearchCodeOptions{}), `{"pattern":"line"}`},
-		{NewReadFile(ws), `{"path":"README.md"}`},
-		{NewGitLog(ws, GitOptions{}), `{}`},
-		{NewGitLog(ws, GitOptions{}), `{"path":"README.md"}`},
-		{NewGitLog(ws, GitOptions{}), `{"pickaxe":"four","grep":"second"}`},
-		{NewGitShow(ws, GitOptions{}), `{"commit":"HEAD"}`},
-		{NewGitShow(ws, GitOptions{}), `{"commit":"HEAD","path":"README.md"}`},
-		{NewGitShow(ws, GitOptions{}), `{"commit":"HEAD","path":"main.go"}`},
-		{NewGitBlame(ws, GitOptions{}), `{"path":"README.md"}`},
-		{NewGitBlame(ws, GitOptions{}), `{"path":"main.go"}`},
+		{NewListFiles(ws, Options{}), `{"recursive":true}`},
+		{NewGlob(ws, Options{}), `{"pattern":"**/*"}`},
+		{NewSearchCode(ws, Options{}), `{"pattern":"line"}`},
+		{NewReadFile(ws, Options{}), `{"path":"README.md"}`},
+		{NewGitLog(ws, Options{}), `{}`},
+		{NewGitLog(ws, Options{}), `{"path":"README.md"}`},
+		{NewGitLog(ws, Options{}), `{"pickaxe":"four","grep":"second"}`},
+		{NewGitShow(ws, Options{}), `{"commit":"HEAD"}`},
+		{NewGitShow(ws, Options{}), `{"commit":"HEAD","path":"README.md"}`},
+		{NewGitShow(ws, Options{}), `{"commit":"HEAD","path":"main.go"}`},
+		{NewGitBlame(ws, Options{}), `{"path":"README.md"}`},
+		{NewGitBlame(ws, Options{}), `{"path":"main.go"}`},
 	}
 }
 
@@ -55,7 +55,7 @@ func TestHostileCheckoutRunsNothing(t *testing.T) {
 		t.Errorf("Files = %v, want the tracked and the untracked files", files)
 	}
 	for _, c := range everyTool(ws) {
-		out, err := c.tool.Run(t.Context(), json.RawMessage(c.args))
+		out, err := runText(t.Context(), c.tool, json.RawMessage(c.args))
 		if err != nil {
 			t.Errorf("%s %s: %v", c.tool.Definition().Name, c.args, err)
 		}
@@ -96,7 +96,7 @@ func TestServiceGitEnvironmentIgnored(t *testing.T) {
 	}
 	h.Check(t, "listing with the service's GIT_ variables set")
 	for _, c := range everyTool(ws) {
-		out, err := c.tool.Run(t.Context(), json.RawMessage(c.args))
+		out, err := runText(t.Context(), c.tool, json.RawMessage(c.args))
 		if err != nil {
 			t.Errorf("%s %s: %v", c.tool.Definition().Name, c.args, err)
 		}
@@ -187,7 +187,7 @@ func TestForeignGitDirRefused(t *testing.T) {
 			if slices.Contains(files, "main.go") || !slices.Contains(files, "ignored.log") {
 				t.Errorf("Files = %v, want the checkout walked", files)
 			}
-			_, err = NewGitLog(ws, GitOptions{}).Run(t.Context(), json.RawMessage(`{}`))
+			_, err = NewGitLog(ws, Options{}).Run(t.Context(), json.RawMessage(`{}`))
 			if !errors.Is(err, ErrForeignGitDir) || !strings.Contains(err.Error(), "git history is off for this checkout") {
 				t.Errorf("git_log error = %v, want the refusal", err)
 			}
@@ -224,13 +224,13 @@ func TestObjectsBorrowedLaterRefused(t *testing.T) {
 			wsGit(t, dir, "add", ".")
 			wsGit(t, dir, "commit", "-q", "-m", "mine")
 			ws := wsNew(t, dir, WorkspaceOptions{})
-			gitLog := NewGitLog(ws, GitOptions{})
-			if out, err := gitLog.Run(t.Context(), json.RawMessage(`{}`)); err != nil || !strings.Contains(out, "mine") {
+			gitLog := NewGitLog(ws, Options{})
+			if out, err := runText(t.Context(), gitLog, json.RawMessage(`{}`)); err != nil || !strings.Contains(out, "mine") {
 				t.Fatalf("git_log before = %q, %v", out, err)
 			}
 			c.plant(t, dir)
 			wsWriteFiles(t, dir, map[string]string{".git/HEAD": head + "\n"})
-			out, err := gitLog.Run(t.Context(), json.RawMessage(`{}`))
+			out, err := runText(t.Context(), gitLog, json.RawMessage(`{}`))
 			if !errors.Is(err, ErrForeignGitDir) {
 				t.Errorf("git_log after = %q, %v; want ErrForeignGitDir", out, err)
 			}
@@ -254,7 +254,7 @@ func TestSubdirCheckoutKeepsGit(t *testing.T) {
 	if err != nil || !slices.Equal(files, []string{"guide.txt"}) {
 		t.Errorf("Files = %v, %v; want [guide.txt]", files, err)
 	}
-	out, err := NewGitLog(ws, GitOptions{}).Run(t.Context(), json.RawMessage(`{}`))
+	out, err := runText(t.Context(), NewGitLog(ws, Options{}), json.RawMessage(`{}`))
 	if err != nil || !strings.Contains(out, "first") {
 		t.Errorf("git_log = %q, %v", out, err)
 	}
@@ -302,7 +302,7 @@ func TestGitDirSwappedAfterOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	wsWriteFiles(t, dir, map[string]string{".git": "gitdir: " + filepath.Join(elsewhere, ".git") + "\n"})
-	out, err := NewGitLog(ws, GitOptions{}).Run(t.Context(), json.RawMessage(`{}`))
+	out, err := runText(t.Context(), NewGitLog(ws, Options{}), json.RawMessage(`{}`))
 	if !errors.Is(err, ErrForeignGitDir) {
 		t.Errorf("git_log after the swap = %q, %v; want ErrForeignGitDir", out, err)
 	}

@@ -32,14 +32,19 @@ type globArgs struct {
 	Path    string `json:"path"`
 }
 
-type globTool struct{ ws *Workspace }
+// Glob is the glob tool: the listable files whose paths match a pattern.
+// It is safe for concurrent use.
+type Glob struct{ ws *Workspace }
 
-// NewGlob returns the glob tool over ws.
-func NewGlob(ws *Workspace) Tool { return &globTool{ws: ws} }
+var (
+	_ Tool       = (*Glob)(nil)
+	_ Summarizer = (*Glob)(nil)
+)
 
-var _ Summarizer = (*globTool)(nil)
+// NewGlob returns the glob tool over ws; it has no options.
+func NewGlob(ws *Workspace, _ Options) *Glob { return &Glob{ws: ws} }
 
-func (g *globTool) Definition() Definition {
+func (g *Glob) Definition() Definition {
 	return Definition{
 		Name:        GlobName,
 		Description: strings.TrimSpace(globDescription),
@@ -50,12 +55,54 @@ func (g *globTool) Definition() Definition {
 	}
 }
 
-func (g *globTool) Run(ctx context.Context, input json.RawMessage) (string, error) {
+func (g *Glob) Run(ctx context.Context, input json.RawMessage) (Output, error) {
 	args, err := ParseArgs[globArgs](input)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
-	pattern := strings.TrimSpace(args.Pattern)
+	pattern, err := g.pattern(args.Pattern)
+	if err != nil {
+		return Output{}, err
+	}
+	dir := strings.TrimSpace(args.Path)
+	if dir == "" {
+		dir = "."
+	}
+	rel, err := g.ws.Rel(dir)
+	if err != nil {
+		return Output{}, err
+	}
+	files, err := g.ws.Files(ctx)
+	if err != nil {
+		return Output{}, err
+	}
+	prefix := ""
+	if rel != "." {
+		prefix = rel + "/"
+	}
+	// Like .gitignore, a pattern without a slash names a file at any depth:
+	// "*.go" finds every Go file, which is what a model asking it means.
+	byName := !strings.Contains(pattern, "/")
+	var matches []string
+	for i := sort.SearchStrings(files, prefix); i < len(files) && strings.HasPrefix(files[i], prefix); i++ {
+		if i%64 == 0 && ctx.Err() != nil {
+			return Output{}, fmt.Errorf("glob: %w", ctx.Err())
+		}
+		name := files[i][len(prefix):]
+		if byName {
+			name = path.Base(name)
+		}
+		if doublestar.MatchUnvalidated(pattern, name) {
+			matches = append(matches, files[i])
+		}
+	}
+	// The names listed are not read, so the call reports no Refs.
+	return Text(renderGlob(pattern, rel, matches, OutputBudget(ctx)-globNoteRoom)), nil
+}
+
+// pattern checks the model's pattern and makes it relative to the root.
+func (g *Glob) pattern(asked string) (string, error) {
+	pattern := strings.TrimSpace(asked)
 	if pattern == "" {
 		return "", errors.New(`"pattern" is required: a file name pattern such as "**/*_test.go" or "Dockerfile*"`)
 	}
@@ -70,43 +117,17 @@ func (g *globTool) Run(ctx context.Context, input json.RawMessage) (string, erro
 	}
 	pattern = strings.TrimPrefix(pattern, "./")
 	if !doublestar.ValidatePattern(pattern) {
-		return "", fmt.Errorf("pattern %q is not a valid glob (check that brackets and braces are closed); examples: \"**/*.go\", \"src/**/test_*.py\"", args.Pattern)
+		return "", fmt.Errorf("pattern %q is not a valid glob (check that brackets and braces are closed); examples: \"**/*.go\", \"src/**/test_*.py\"", asked)
 	}
 	if err := checkGlobCost("pattern", pattern); err != nil {
 		return "", err
 	}
-	dir := strings.TrimSpace(args.Path)
-	if dir == "" {
-		dir = "."
-	}
-	rel, err := g.ws.Rel(dir)
-	if err != nil {
-		return "", err
-	}
-	files, err := g.ws.Files(ctx)
-	if err != nil {
-		return "", err
-	}
-	prefix := ""
-	if rel != "." {
-		prefix = rel + "/"
-	}
-	// Like .gitignore, a pattern without a slash names a file at any depth:
-	// "*.go" finds every Go file, which is what a model asking it means.
-	byName := !strings.Contains(pattern, "/")
-	var matches []string
-	for i := sort.SearchStrings(files, prefix); i < len(files) && strings.HasPrefix(files[i], prefix); i++ {
-		if i%64 == 0 && ctx.Err() != nil {
-			return "", fmt.Errorf("glob: %w", ctx.Err())
-		}
-		name := files[i][len(prefix):]
-		if byName {
-			name = path.Base(name)
-		}
-		if doublestar.MatchUnvalidated(pattern, name) {
-			matches = append(matches, files[i])
-		}
-	}
+	return pattern, nil
+}
+
+// renderGlob lists the matches under rel that fit budget bytes, and says
+// how many it left out.
+func renderGlob(pattern, rel string, matches []string, budget int) string {
 	where := ""
 	if rel != "." {
 		where = " under " + rel + "/"
@@ -114,10 +135,9 @@ func (g *globTool) Run(ctx context.Context, input json.RawMessage) (string, erro
 	var b strings.Builder
 	if len(matches) == 0 {
 		fmt.Fprintf(&b, "no files match %q%s. A pattern without \"/\" matches file names at any depth and \"**\" crosses directories; ignored and secret files are never listed. Use list_files to see the layout.\n", pattern, where)
-		return b.String(), nil
+		return b.String()
 	}
 	fmt.Fprintf(&b, "%d %s match %q%s\n", len(matches), nounFor(len(matches), "file", "files"), pattern, where)
-	budget := OutputBudget(ctx) - globNoteRoom
 	shown := matches[:min(len(matches), maxGlobResults)]
 	for i, m := range shown {
 		if b.Len()+len(m)+1 > budget && i > 0 {
@@ -130,11 +150,11 @@ func (g *globTool) Run(ctx context.Context, input json.RawMessage) (string, erro
 	if len(matches) > len(shown) {
 		fmt.Fprintf(&b, "… %d of %d shown; make the pattern more specific or give a path\n", len(shown), len(matches))
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // Summarize gives "12 files" or "no match".
-func (g *globTool) Summarize(output string) string {
+func (g *Glob) Summarize(output string) string {
 	if strings.HasPrefix(output, "no files match") {
 		return "no match"
 	}

@@ -25,7 +25,7 @@ func TestGlob(t *testing.T) {
 		files[fmt.Sprintf("data/d%03d.json", i)] = ""
 	}
 	wsWriteFiles(t, dir, files)
-	tool := NewGlob(wsNew(t, dir, WorkspaceOptions{}))
+	tool := NewGlob(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	tests := []struct {
 		name    string
 		input   string
@@ -54,7 +54,7 @@ func TestGlob(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := tool.Run(t.Context(), json.RawMessage(tt.input))
+			out, err := runText(t.Context(), tool, json.RawMessage(tt.input))
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v\nwant    %s", err, tt.wantErr)
@@ -68,7 +68,7 @@ func TestGlob(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", out, tt.want)
 			}
 			if tt.summary != "" {
-				if s := tool.(Summarizer).Summarize(out); s != tt.summary {
+				if s := tool.Summarize(out); s != tt.summary {
 					t.Errorf("summary = %q, want %q", s, tt.summary)
 				}
 			}
@@ -76,7 +76,7 @@ func TestGlob(t *testing.T) {
 	}
 
 	t.Run("cap", func(t *testing.T) {
-		out, err := tool.Run(t.Context(), json.RawMessage(`{"pattern":"data/*.json"}`))
+		out, err := runText(t.Context(), tool, json.RawMessage(`{"pattern":"data/*.json"}`))
 		if err != nil {
 			t.Fatal(err)
 		}

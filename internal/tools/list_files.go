@@ -31,14 +31,19 @@ type listFilesArgs struct {
 	Recursive bool   `json:"recursive"`
 }
 
-type listFiles struct{ ws *Workspace }
+// ListFiles is the list_files tool: what a directory holds, or every
+// file below it. It is safe for concurrent use.
+type ListFiles struct{ ws *Workspace }
 
-// NewListFiles returns the list_files tool over ws.
-func NewListFiles(ws *Workspace) Tool { return &listFiles{ws: ws} }
+// NewListFiles returns the list_files tool over ws; it has no options.
+func NewListFiles(ws *Workspace, _ Options) *ListFiles { return &ListFiles{ws: ws} }
 
-var _ Summarizer = (*listFiles)(nil)
+var (
+	_ Tool       = (*ListFiles)(nil)
+	_ Summarizer = (*ListFiles)(nil)
+)
 
-func (l *listFiles) Definition() Definition {
+func (l *ListFiles) Definition() Definition {
 	return Definition{
 		Name:        ListFilesName,
 		Description: strings.TrimSpace(listFilesDescription),
@@ -48,10 +53,10 @@ func (l *listFiles) Definition() Definition {
 	}
 }
 
-func (l *listFiles) Run(ctx context.Context, input json.RawMessage) (string, error) {
+func (l *ListFiles) Run(ctx context.Context, input json.RawMessage) (Output, error) {
 	args, err := ParseArgs[listFilesArgs](input)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	p := strings.TrimSpace(args.Path)
 	if p == "" {
@@ -59,19 +64,26 @@ func (l *listFiles) Run(ctx context.Context, input json.RawMessage) (string, err
 	}
 	rel, err := l.ws.Rel(p)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	if err := l.checkDir(ctx, rel); err != nil {
-		return "", err
+		return Output{}, err
 	}
 	files, err := l.ws.Files(ctx)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	prefix := ""
 	if rel != "." {
 		prefix = rel + "/"
 	}
+	entries := listEntries(files, prefix, args.Recursive)
+	return Output{Text: l.render(ctx, rel, prefix, entries, args.Recursive), Refs: []Ref{{Path: rel, Dir: true}}}, nil
+}
+
+// listEntries is what files (sorted) holds under prefix: every file below
+// it when recursive, else its immediate entries, directories ending in "/".
+func listEntries(files []string, prefix string, recursive bool) []string {
 	// Files is sorted, so everything under prefix is one contiguous run.
 	lo := sort.SearchStrings(files, prefix)
 	hi := lo
@@ -79,41 +91,45 @@ func (l *listFiles) Run(ctx context.Context, input json.RawMessage) (string, err
 		hi++
 	}
 	under := files[lo:hi]
-
-	var entries []string
-	if args.Recursive {
-		entries = make([]string, 0, len(under))
+	if recursive {
+		entries := make([]string, 0, len(under))
 		for _, f := range under {
 			entries = append(entries, f[len(prefix):])
 		}
-	} else {
-		seen := make(map[string]bool)
-		for _, f := range under {
-			name, _, isDir := strings.Cut(f[len(prefix):], "/")
-			if isDir {
-				name += "/"
-			}
-			if !seen[name] {
-				seen[name] = true
-				entries = append(entries, name)
-			}
-		}
-		sort.Strings(entries)
+		return entries
 	}
+	var entries []string
+	seen := make(map[string]bool)
+	for _, f := range under {
+		name, _, isDir := strings.Cut(f[len(prefix):], "/")
+		if isDir {
+			name += "/"
+		}
+		if !seen[name] {
+			seen[name] = true
+			entries = append(entries, name)
+		}
+	}
+	sort.Strings(entries)
+	return entries
+}
 
+// render writes the listing of rel: a header with the count, the entries
+// that fit the output budget, and what to do about the rest.
+func (l *ListFiles) render(ctx context.Context, rel, prefix string, entries []string, recursive bool) string {
 	header := "./"
 	if rel != "." {
 		header = rel + "/"
 	}
 	var b strings.Builder
 	noun := nounFor(len(entries), "entry", "entries")
-	if args.Recursive {
+	if recursive {
 		noun = nounFor(len(entries), "file", "files") + ", recursive"
 	}
 	fmt.Fprintf(&b, "%s (%d %s)\n", header, len(entries), noun)
 	if len(entries) == 0 {
 		b.WriteString("(nothing to list: the directory is empty, or everything in it is ignored or on the deny-list)\n")
-		return b.String(), nil
+		return b.String()
 	}
 	// Entries are cut at a count and at the output budget (long names,
 	// symlink targets), whole, so the note below tells the truth.
@@ -134,12 +150,12 @@ func (l *listFiles) Run(ctx context.Context, input json.RawMessage) (string, err
 		}
 		fmt.Fprintf(&b, "… %d of %d shown; %s\n", len(shown), len(entries), hint)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // checkDir makes sure rel is a directory that can be listed, and otherwise
 // says what it is and what to do instead.
-func (l *listFiles) checkDir(ctx context.Context, rel string) error {
+func (l *ListFiles) checkDir(ctx context.Context, rel string) error {
 	if rel == "." {
 		return nil
 	}
@@ -168,7 +184,7 @@ func (l *listFiles) checkDir(ctx context.Context, rel string) error {
 }
 
 // describe renders one entry, marking symlinks "name@ -> target".
-func (l *listFiles) describe(prefix, entry string) string {
+func (l *ListFiles) describe(prefix, entry string) string {
 	if strings.HasSuffix(entry, "/") {
 		return entry
 	}
@@ -188,7 +204,7 @@ func (l *listFiles) describe(prefix, entry string) string {
 }
 
 // Summarize gives the count from the header line: "12 entries".
-func (l *listFiles) Summarize(output string) string {
+func (l *ListFiles) Summarize(output string) string {
 	first, _, _ := strings.Cut(output, "\n")
 	if i := strings.LastIndexByte(first, '('); i >= 0 {
 		s := strings.TrimSuffix(first[i+1:], ")")

@@ -16,7 +16,7 @@ func TestListFiles(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "emptydir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tool := NewListFiles(wsNew(t, dir, WorkspaceOptions{}))
+	tool := NewListFiles(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	tests := []struct {
 		name    string
 		input   string
@@ -47,7 +47,7 @@ func TestListFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := tool.Run(t.Context(), json.RawMessage(tt.input))
+			out, err := runText(t.Context(), tool, json.RawMessage(tt.input))
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v\nwant    %s", err, tt.wantErr)
@@ -61,7 +61,7 @@ func TestListFiles(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", out, tt.want)
 			}
 			if tt.summary != "" {
-				if s := tool.(Summarizer).Summarize(out); s != tt.summary {
+				if s := tool.Summarize(out); s != tt.summary {
 					t.Errorf("summary = %q, want %q", s, tt.summary)
 				}
 			}
@@ -81,9 +81,9 @@ func TestListFilesWalkerSkipsAndCaps(t *testing.T) {
 	}
 	wsWriteFiles(t, dir, files)
 	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(dir))
-	tool := NewListFiles(wsNew(t, dir, WorkspaceOptions{}))
+	tool := NewListFiles(wsNew(t, dir, WorkspaceOptions{}), Options{})
 
-	out, err := tool.Run(t.Context(), json.RawMessage(`{}`))
+	out, err := runText(t.Context(), tool, json.RawMessage(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestListFilesWalkerSkipsAndCaps(t *testing.T) {
 		t.Errorf("root listing:\n%s\nwant\n%s", out, want)
 	}
 
-	out, err = tool.Run(t.Context(), json.RawMessage(`{"recursive":true}`))
+	out, err = runText(t.Context(), tool, json.RawMessage(`{"recursive":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}

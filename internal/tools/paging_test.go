@@ -105,7 +105,7 @@ func TestReadFilePagesFitTheRegistry(t *testing.T) {
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	for _, limit := range pagingLimits {
 		t.Run(strconv.Itoa(limit), func(t *testing.T) {
-			r := NewRegistryWith(RegistryOptions{OutputLimit: limit}, NewReadFile(ws))
+			r := NewRegistryWith(RegistryOptions{OutputLimit: limit}, NewReadFile(ws, Options{}))
 			pages := followPages(t, 2000, func(from int) string {
 				res := runReg(t, r, ReadFileName, map[string]any{"path": "long.txt", "offset": from})
 				if len(res.Content) > limit {
@@ -125,7 +125,7 @@ func TestGitBlamePagesFitTheRegistry(t *testing.T) {
 	ws := wsNew(t, repo.dir, WorkspaceOptions{})
 	for _, limit := range pagingLimits {
 		t.Run(strconv.Itoa(limit), func(t *testing.T) {
-			r := NewRegistryWith(RegistryOptions{OutputLimit: limit}, NewGitBlame(ws, GitOptions{}))
+			r := NewRegistryWith(RegistryOptions{OutputLimit: limit}, NewGitBlame(ws, Options{}))
 			followPages(t, 700, func(from int) string {
 				res := runReg(t, r, GitBlameName, map[string]any{"path": "long.txt", "start": from, "end": from + maxBlameLines - 1})
 				if len(res.Content) > limit {
@@ -154,7 +154,7 @@ func TestListsFitTheRegistry(t *testing.T) {
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	for _, limit := range pagingLimits {
 		t.Run(strconv.Itoa(limit), func(t *testing.T) {
-			r := NewRegistryWith(RegistryOptions{OutputLimit: limit}, NewSearchCode(ws, SearchCodeOptions{}), NewListFiles(ws), NewGlob(ws))
+			r := NewRegistryWith(RegistryOptions{OutputLimit: limit}, NewSearchCode(ws, Options{}), NewListFiles(ws, Options{}), NewGlob(ws, Options{}))
 
 			res := runReg(t, r, SearchCodeName, map[string]any{"pattern": "Needle", "context": 1, "max_results": 500})
 			shown := strings.Count(res.Content, ": func Needle() {}\n")
@@ -211,7 +211,7 @@ func TestGitLogAndShowFitTheRegistry(t *testing.T) {
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	for _, limit := range pagingLimits {
 		t.Run(strconv.Itoa(limit), func(t *testing.T) {
-			r := NewRegistryWith(RegistryOptions{OutputLimit: limit}, NewGitLog(ws, GitOptions{}), NewGitShow(ws, GitOptions{}))
+			r := NewRegistryWith(RegistryOptions{OutputLimit: limit}, NewGitLog(ws, Options{}), NewGitShow(ws, Options{}))
 			res := runReg(t, r, GitLogName, map[string]any{"limit": 100})
 			var n int
 			if _, err := fmt.Sscanf(res.Content, "%d commits", &n); err != nil {

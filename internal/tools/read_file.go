@@ -44,14 +44,19 @@ type readFileArgs struct {
 	Limit  int    `json:"limit"`
 }
 
-type readFile struct{ ws *Workspace }
+// ReadFile is the read_file tool: a page of a file's numbered lines. It
+// is safe for concurrent use.
+type ReadFile struct{ ws *Workspace }
 
-// NewReadFile returns the read_file tool over ws.
-func NewReadFile(ws *Workspace) Tool { return &readFile{ws: ws} }
+var (
+	_ Tool       = (*ReadFile)(nil)
+	_ Summarizer = (*ReadFile)(nil)
+)
 
-var _ Summarizer = (*readFile)(nil)
+// NewReadFile returns the read_file tool over ws; it has no options.
+func NewReadFile(ws *Workspace, _ Options) *ReadFile { return &ReadFile{ws: ws} }
 
-func (r *readFile) Definition() Definition {
+func (r *ReadFile) Definition() Definition {
 	return Definition{
 		Name:        ReadFileName,
 		Description: strings.TrimSpace(readFileDescription),
@@ -63,19 +68,19 @@ func (r *readFile) Definition() Definition {
 	}
 }
 
-func (r *readFile) Run(ctx context.Context, input json.RawMessage) (string, error) {
+func (r *ReadFile) Run(ctx context.Context, input json.RawMessage) (Output, error) {
 	args, err := ParseArgs[readFileArgs](input)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
 	if strings.TrimSpace(args.Path) == "" {
-		return "", errors.New(`"path" is required: the file to read, relative to the repository root, e.g. "README.md"; use list_files or glob to find it`)
+		return Output{}, errors.New(`"path" is required: the file to read, relative to the repository root, e.g. "README.md"; use list_files or glob to find it`)
 	}
 	if args.Offset < 0 {
-		return "", fmt.Errorf(`"offset" must be 1 or more (the first line to read, 1-based), not %d`, args.Offset)
+		return Output{}, fmt.Errorf(`"offset" must be 1 or more (the first line to read, 1-based), not %d`, args.Offset)
 	}
 	if args.Limit < 0 {
-		return "", fmt.Errorf(`"limit" must be 1 or more (the number of lines to read), not %d; leave it out to read %d lines`, args.Limit, defaultReadLines)
+		return Output{}, fmt.Errorf(`"limit" must be 1 or more (the number of lines to read), not %d; leave it out to read %d lines`, args.Limit, defaultReadLines)
 	}
 	offset := max(args.Offset, 1)
 	limit := args.Limit
@@ -85,36 +90,46 @@ func (r *readFile) Run(ctx context.Context, input json.RawMessage) (string, erro
 	f, fi, err := r.ws.OpenContent(ctx, args.Path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", r.notFound(ctx, args.Path)
+			return Output{}, r.notFound(ctx, args.Path)
 		}
-		return "", err
+		return Output{}, err
 	}
 	defer f.Close()
 	rel, _ := r.ws.Rel(args.Path)
 	if fi.Size() == 0 {
-		return fmt.Sprintf("%s is empty (0 bytes).", rel), nil
+		return Output{Text: fmt.Sprintf("%s is empty (0 bytes).", rel), Refs: []Ref{{Path: rel}}}, nil
 	}
 	br := bufio.NewReaderSize(ctxReader{ctx: ctx, r: f}, 64*1024)
 	head, err := br.Peek(binarySniff)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-		return "", fmt.Errorf("read %s: %w", rel, err)
+		return Output{}, fmt.Errorf("read %s: %w", rel, err)
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
-		return "", fmt.Errorf("%s is a binary file (%s); it is not shown. Look for the source it was built from or its documentation instead", rel, formatBytes(fi.Size()))
+		return Output{}, fmt.Errorf("%s is a binary file (%s); it is not shown. Look for the source it was built from or its documentation instead", rel, formatBytes(fi.Size()))
 	}
-	return readLines(ctx, br, rel, offset, limit)
+	text, last, cut, err := readLines(ctx, br, rel, offset, limit)
+	if err != nil {
+		return Output{}, err
+	}
+	ref := Ref{Path: rel}
+	if args.Offset > 1 || args.Limit > 0 || cut {
+		ref.Start, ref.End = offset, last
+	}
+	return Output{Text: text, Refs: []Ref{ref}}, nil
 }
 
 // readLines numbers lines offset..offset+limit-1 and reads on to the end
 // to count the total, which the footer needs to tell where to continue. br
 // reads through a ctxReader: a file of any size, or one line of any length,
 // ends the read when ctx does. If that happens once the page is complete,
-// the page is returned with a footer that says the total is unknown.
-func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit int) (string, error) {
+// the page is returned with a footer that says the total is unknown. last
+// is the last line shown, and cut says the page ends before the file does
+// (the footer tells where to continue).
+func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit int) (text string, last int, cut bool, err error) {
 	budget := max(OutputBudget(ctx)-readFooterRoom, minPageBytes)
 	var out strings.Builder
 	var keep []byte
-	total, last := 0, 0
+	total := 0
 	capped := false
 	for {
 		line, n, err := readLine(br, keep, maxLineRunes*utf8.UTFMax)
@@ -125,9 +140,9 @@ func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit 
 		if err != nil && !errors.Is(err, io.EOF) {
 			if ctx.Err() != nil && last > 0 && (capped || total >= offset+limit-1) {
 				fmt.Fprintf(&out, "[lines %d–%d; the file goes on, but its length was not counted before the time ran out; continue with offset=%d]\n", offset, last, last+1)
-				return out.String(), nil
+				return out.String(), last, true, nil
 			}
-			return "", fmt.Errorf("read %s: %w", rel, err)
+			return "", 0, false, fmt.Errorf("read %s: %w", rel, err)
 		}
 		total++
 		if total >= offset && total < offset+limit && !capped {
@@ -150,7 +165,7 @@ func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit 
 		}
 	}
 	if offset > total {
-		return "", fmt.Errorf("offset %d is past the end of %s, which has %d lines; use an offset from 1 to %d", offset, rel, total, total)
+		return "", 0, false, fmt.Errorf("offset %d is past the end of %s, which has %d lines; use an offset from 1 to %d", offset, rel, total, total)
 	}
 	if last < total {
 		note := ""
@@ -159,7 +174,7 @@ func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit 
 		}
 		fmt.Fprintf(&out, "[lines %d–%d of %d%s; continue with offset=%d]\n", offset, last, total, note, last+1)
 	}
-	return out.String(), nil
+	return out.String(), last, last < total, nil
 }
 
 // ctxReader fails every read once ctx has ended. bufio reads 64 KB at a
@@ -222,7 +237,7 @@ func fitLine(text string, budget int) string {
 	return text[:keep] + note
 }
 
-func (r *readFile) notFound(ctx context.Context, p string) error {
+func (r *ReadFile) notFound(ctx context.Context, p string) error {
 	rel, err := r.ws.Rel(p)
 	if err != nil {
 		return err
@@ -238,7 +253,7 @@ func (r *readFile) notFound(ctx context.Context, p string) error {
 
 // Summarize gives "lines 1–2000 of 5210" for a partial read, else the
 // number of lines shown.
-func (r *readFile) Summarize(output string) string {
+func (r *ReadFile) Summarize(output string) string {
 	trimmed := strings.TrimSuffix(output, "\n")
 	if i := strings.LastIndexByte(trimmed, '\n'); strings.HasPrefix(trimmed[i+1:], "[lines ") {
 		footer := trimmed[i+1+1:]

@@ -34,7 +34,7 @@ func TestReadFile(t *testing.T) {
 		".env":             "SECRET=1\n",
 	})
 	ws := wsNew(t, dir, WorkspaceOptions{})
-	tool := NewReadFile(ws)
+	tool := NewReadFile(ws, Options{})
 
 	tests := []struct {
 		name     string
@@ -87,7 +87,7 @@ func TestReadFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := tool.Run(t.Context(), json.RawMessage(tt.input))
+			out, err := runText(t.Context(), tool, json.RawMessage(tt.input))
 			got := out
 			if err != nil {
 				got = err.Error()
@@ -104,7 +104,7 @@ func TestReadFile(t *testing.T) {
 				}
 			}
 			if tt.summary != "" {
-				if s := tool.(Summarizer).Summarize(out); s != tt.summary {
+				if s := tool.Summarize(out); s != tt.summary {
 					t.Errorf("summary = %q, want %q", s, tt.summary)
 				}
 			}
@@ -115,7 +115,7 @@ func TestReadFile(t *testing.T) {
 		var lines int
 		offset := 1
 		for page := 0; page < 20; page++ {
-			out, err := tool.Run(t.Context(), json.RawMessage(fmt.Sprintf(`{"path":"big.txt","offset":%d}`, offset)))
+			out, err := runText(t.Context(), tool, json.RawMessage(fmt.Sprintf(`{"path":"big.txt","offset":%d}`, offset)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -126,7 +126,8 @@ func (r *Registry) Run(ctx context.Context, call Call) (res Result) {
 			res.Summary = "internal error"
 		}
 	}()
-	out, err := t.Run(WithOutputBudget(ctx, r.limit), call.Input)
+	o, err := t.Run(WithOutputBudget(ctx, r.limit), call.Input)
+	out := o.Text
 	if err != nil {
 		res.IsError = true
 		res.Summary = errorSummary(err)
@@ -137,6 +138,7 @@ func (r *Registry) Run(ctx context.Context, call Call) (res Result) {
 		res.Content = r.truncate(call.Name, msg)
 		return res
 	}
+	res.Refs = o.Refs
 	if out == "" {
 		res.Content = "(no output)"
 		res.Summary = "no output"

@@ -11,18 +11,21 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fakeTool runs fn; it lets each registry case script one behaviour.
+// fakeTool runs fn; it lets each registry case script one behaviour. Its
+// output reports refs.
 type fakeTool struct {
 	name string
 	fn   func(ctx context.Context, input json.RawMessage) (string, error)
+	refs []Ref
 }
 
 func (f fakeTool) Definition() Definition {
 	return Definition{Name: f.name, Description: "test tool " + f.name, Parameters: json.RawMessage(`{"type":"object"}`)}
 }
 
-func (f fakeTool) Run(ctx context.Context, input json.RawMessage) (string, error) {
-	return f.fn(ctx, input)
+func (f fakeTool) Run(ctx context.Context, input json.RawMessage) (Output, error) {
+	out, err := f.fn(ctx, input)
+	return Output{Text: out, Refs: f.refs}, err
 }
 
 type summarizingTool struct{ fakeTool }
@@ -283,5 +286,20 @@ func TestParseArgs(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// The registry passes on what a tool read, and nothing of a call that
+// failed: its partial output is not a page a person can be sent to.
+func TestRegistryRefs(t *testing.T) {
+	refs := []Ref{{Path: "a.go", Start: 1, End: 2}}
+	ok := fakeTool{name: "ok", fn: func(context.Context, json.RawMessage) (string, error) { return "1\ta\n2\tb\n", nil }, refs: refs}
+	failed := fakeTool{name: "failed", fn: func(context.Context, json.RawMessage) (string, error) { return "1\ta\n", errors.New("cut short") }, refs: refs}
+	r := NewRegistry(ok, failed)
+	if got := r.Run(t.Context(), Call{Name: "ok"}).Refs; !cmp.Equal(got, refs) {
+		t.Errorf("refs of a good call = %v, want %v", got, refs)
+	}
+	if got := r.Run(t.Context(), Call{Name: "failed"}).Refs; got != nil {
+		t.Errorf("refs of a failed call = %v, want none", got)
 	}
 }

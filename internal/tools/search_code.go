@@ -42,8 +42,8 @@ const (
 	searchNoteRoom = 2 << 10
 )
 
-// SearchCodeOptions configures NewSearchCode. The zero value gives the
-// defaults.
+// SearchCodeOptions configures search_code (Options.Search). The zero
+// value gives the defaults.
 type SearchCodeOptions struct {
 	// Timeout bounds one search; when it passes, the matches found so far
 	// are returned, marked as partial. Zero means DefaultSearchTimeout.
@@ -70,8 +70,10 @@ var (
 	_ Summarizer = (*SearchCode)(nil)
 )
 
-// NewSearchCode returns the search_code tool over ws.
-func NewSearchCode(ws *Workspace, opts SearchCodeOptions) *SearchCode {
+// NewSearchCode returns the search_code tool over ws, configured by
+// opts.Search.
+func NewSearchCode(ws *Workspace, all Options) *SearchCode {
+	opts := all.Search
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultSearchTimeout
 	}
@@ -116,42 +118,21 @@ func (s *SearchCode) Definition() Definition {
 // Run implements Tool. What the model can fix (a bad pattern, a wrong path)
 // comes back as an error that says what to change; a timeout is not an
 // error but a partial result that says so.
-func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, error) {
+func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (Output, error) {
 	args, err := ParseArgs[searchCodeArgs](input)
 	if err != nil {
-		return "", err
+		return Output{}, err
 	}
-	var notes []string
-	switch {
-	case args.Pattern == "":
-		return "", errors.New(`"pattern" is empty; give a word or a regular expression to search for, e.g. {"pattern": "func NewServer"}`)
-	case args.Context < 0:
-		return "", fmt.Errorf(`"context" must be between 0 and %d lines, not %d`, maxContextLines, args.Context)
-	case args.MaxResults < 0:
-		return "", fmt.Errorf(`"max_results" must be between 1 and %d, not %d; leave it out for %d`, maxMaxResults, args.MaxResults, defaultMaxResults)
-	case args.Include != "" && !doublestar.ValidatePattern(args.Include):
-		return "", fmt.Errorf(`"include" %q is not a valid glob; use e.g. "*.go" (file names anywhere) or "internal/**/*_test.go" (paths)`, args.Include)
-	}
-	if err := checkGlobCost("include", args.Include); err != nil {
-		return "", err
-	}
-	if args.Context > maxContextLines {
-		notes = append(notes, fmt.Sprintf("context is capped at %d lines.", maxContextLines))
-		args.Context = maxContextLines
-	}
-	if args.MaxResults == 0 {
-		args.MaxResults = defaultMaxResults
-	}
-	if args.MaxResults > maxMaxResults {
-		notes = append(notes, fmt.Sprintf("max_results is capped at %d.", maxMaxResults))
-		args.MaxResults = maxMaxResults
+	notes, err := args.check()
+	if err != nil {
+		return Output{}, err
 	}
 	m, err := search.Compile(args.Pattern, args.Literal, args.IgnoreCase)
 	if errors.Is(err, search.ErrTooComplex) {
-		return "", err
+		return Output{}, err
 	}
 	if err != nil {
-		return "", patternError(args.Pattern, err)
+		return Output{}, patternError(args.Pattern, err)
 	}
 
 	// The call's own deadline may come first; the partial note then names
@@ -160,41 +141,19 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	if dl, ok := ctx.Deadline(); ok {
 		budget = max(0, min(budget, time.Until(dl)))
 	}
-	start := s.now()
-	deadline := start.Add(budget)
+	deadline := s.now().Add(budget)
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 
-	// The secret blobs come from git's history, the file list from the
-	// index and the tree: the two are independent, so they are fetched
-	// side by side. Both end with ctx, and the call waits for both.
-	type secretsResult struct {
-		filter secretFilter
-		err    error
-	}
-	secretsc := make(chan secretsResult, 1)
-	go func() {
-		f, err := s.ws.secretFilter(ctx)
-		secretsc <- secretsResult{f, err}
-	}()
-	scope, err := s.scope(ctx, args.Path)
-	sr := <-secretsc
+	scope, filter, err := s.prepare(ctx, args.Path, budget)
 	if err != nil {
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("search: listing the files took longer than %s: %w", roundBudget(budget), ctx.Err())
-		}
-		return "", err
+		return Output{}, err
 	}
-	if sr.err != nil {
-		return "", sr.err
-	}
-	files := filterInclude(scope.files, args.Include)
 	readers, closeRoot := s.readers()
 	defer closeRoot()
-	readers = sr.filter.wrap(readers)
 	job := search.Job{
-		Files:        files,
-		NewReader:    readers,
+		Files:        filterInclude(scope.files, args.Include),
+		NewReader:    filter.wrap(readers),
 		Matcher:      m,
 		ContextLines: args.Context,
 		MaxResults:   args.MaxResults,
@@ -204,9 +163,69 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (string, er
 	}
 	res := job.Run(ctx)
 	if !res.Complete && errors.Is(ctx.Err(), context.Canceled) {
-		return "", fmt.Errorf("search canceled: %w", ctx.Err())
+		return Output{}, fmt.Errorf("search canceled: %w", ctx.Err())
 	}
-	return renderSearch(args, scope, res, s.opts, roundBudget(budget), OutputBudget(ctx)-searchNoteRoom, notes), nil
+	text, refs := renderSearch(args, scope, res, s.opts, roundBudget(budget), OutputBudget(ctx)-searchNoteRoom, notes)
+	return Output{Text: text, Refs: refs}, nil
+}
+
+// check refuses what the model must fix and caps what it asked too much
+// of, with a note for each cap.
+func (a *searchCodeArgs) check() (notes []string, err error) {
+	switch {
+	case a.Pattern == "":
+		return nil, errors.New(`"pattern" is empty; give a word or a regular expression to search for, e.g. {"pattern": "func NewServer"}`)
+	case a.Context < 0:
+		return nil, fmt.Errorf(`"context" must be between 0 and %d lines, not %d`, maxContextLines, a.Context)
+	case a.MaxResults < 0:
+		return nil, fmt.Errorf(`"max_results" must be between 1 and %d, not %d; leave it out for %d`, maxMaxResults, a.MaxResults, defaultMaxResults)
+	case a.Include != "" && !doublestar.ValidatePattern(a.Include):
+		return nil, fmt.Errorf(`"include" %q is not a valid glob; use e.g. "*.go" (file names anywhere) or "internal/**/*_test.go" (paths)`, a.Include)
+	}
+	if err := checkGlobCost("include", a.Include); err != nil {
+		return nil, err
+	}
+	if a.Context > maxContextLines {
+		notes = append(notes, fmt.Sprintf("context is capped at %d lines.", maxContextLines))
+		a.Context = maxContextLines
+	}
+	if a.MaxResults == 0 {
+		a.MaxResults = defaultMaxResults
+	}
+	if a.MaxResults > maxMaxResults {
+		notes = append(notes, fmt.Sprintf("max_results is capped at %d.", maxMaxResults))
+		a.MaxResults = maxMaxResults
+	}
+	return notes, nil
+}
+
+// prepare lists the files under p and the secret blobs to keep out. The
+// secret blobs come from git's history, the file list from the index and
+// the tree: the two are independent, so they are fetched side by side.
+// Both end with ctx, and the call waits for both; budget is the time ctx
+// gave them, for the error when it ran out.
+func (s *SearchCode) prepare(ctx context.Context, p string, budget time.Duration) (searchScope, secretFilter, error) {
+	type secretsResult struct {
+		filter secretFilter
+		err    error
+	}
+	secretsc := make(chan secretsResult, 1)
+	go func() {
+		f, err := s.ws.secretFilter(ctx)
+		secretsc <- secretsResult{f, err}
+	}()
+	scope, err := s.scope(ctx, p)
+	sr := <-secretsc
+	if err != nil {
+		if ctx.Err() != nil {
+			return searchScope{}, secretFilter{}, fmt.Errorf("search: listing the files took longer than %s: %w", roundBudget(budget), ctx.Err())
+		}
+		return searchScope{}, secretFilter{}, err
+	}
+	if sr.err != nil {
+		return searchScope{}, secretFilter{}, sr.err
+	}
+	return scope, sr.filter, nil
 }
 
 // roundBudget rounds a time budget for the model to read.

@@ -44,12 +44,12 @@ func runSearch(t *testing.T, s *SearchCode, args any) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.Run(t.Context(), in)
+	return runText(t.Context(), s, in)
 }
 
 func TestSearchCode(t *testing.T) {
 	dir := searchFixture(t)
-	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), SearchCodeOptions{})
+	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	type args = map[string]any
 	tests := []struct {
 		name string
@@ -162,7 +162,7 @@ func TestSearchCode(t *testing.T) {
 
 func TestSearchCodeErrors(t *testing.T) {
 	dir := searchFixture(t)
-	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), SearchCodeOptions{})
+	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	tests := []struct {
 		name  string
 		input string
@@ -183,7 +183,7 @@ func TestSearchCodeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := s.Run(t.Context(), json.RawMessage(tt.input))
+			out, err := runText(t.Context(), s, json.RawMessage(tt.input))
 			if err == nil {
 				t.Fatalf("Run(%s) = %q, want an error", tt.input, out)
 			}
@@ -203,7 +203,7 @@ func TestSearchCodeErrors(t *testing.T) {
 // the .env file is not even listed, so its content cannot leak.
 func TestSearchCodeSecretNeverSearched(t *testing.T) {
 	dir := searchFixture(t)
-	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), SearchCodeOptions{})
+	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	for _, p := range []string{"TOKEN", "in a log"} {
 		out, err := runSearch(t, s, map[string]any{"pattern": p})
 		if err != nil {
@@ -219,7 +219,7 @@ func TestSearchCodeLongLineCut(t *testing.T) {
 	dir := t.TempDir()
 	line := strings.Repeat("a", 3000) + "NEEDLE" + strings.Repeat("é", 2000)
 	wsWriteFiles(t, dir, map[string]string{"min.js": line + "\n"})
-	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), SearchCodeOptions{})
+	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	out, err := runSearch(t, s, map[string]any{"pattern": "NEEDLE"})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestSearchCodeMaxResultsAcrossFiles(t *testing.T) {
 		files[fmt.Sprintf("f%02d.txt", i)] = strings.Repeat("hit\n", 20)
 	}
 	wsWriteFiles(t, dir, files)
-	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), SearchCodeOptions{Workers: 4})
+	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), Options{Search: SearchCodeOptions{Workers: 4}})
 	out, err := runSearch(t, s, map[string]any{"pattern": "hit", "max_results": 30})
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +278,7 @@ func TestSearchCodeTimeout(t *testing.T) {
 		files[fmt.Sprintf("f%d.txt", i)] = "needle\n"
 	}
 	wsWriteFiles(t, dir, files)
-	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), SearchCodeOptions{Workers: 1, Timeout: 3 * time.Second})
+	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), Options{Search: SearchCodeOptions{Workers: 1, Timeout: 3 * time.Second}})
 	var ticks atomic.Int64
 	base := time.Unix(0, 0)
 	s.now = func() time.Time { return base.Add(time.Duration(ticks.Add(1)-1) * time.Second) }
@@ -300,16 +300,16 @@ func TestSearchCodeTimeout(t *testing.T) {
 
 func TestSearchCodeCanceled(t *testing.T) {
 	dir := searchFixture(t)
-	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), SearchCodeOptions{})
+	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if out, err := s.Run(ctx, json.RawMessage(`{"pattern": "x"}`)); !errors.Is(err, context.Canceled) {
+	if out, err := runText(ctx, s, json.RawMessage(`{"pattern": "x"}`)); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run on a canceled context = %q, %v; want context.Canceled", out, err)
 	}
 }
 
 func TestSearchCodeSummarize(t *testing.T) {
-	s := NewSearchCode(nil, SearchCodeOptions{})
+	s := NewSearchCode(nil, Options{})
 	tests := map[string]string{
 		"12 matches in 3 files\n\na.go:1: x\n":              "12 matches in 3 files",
 		"No matches for pattern \"x\" in 3 files.\nTry …\n": "no matches",
@@ -322,7 +322,7 @@ func TestSearchCodeSummarize(t *testing.T) {
 }
 
 func TestSearchCodeDefinition(t *testing.T) {
-	d := NewSearchCode(nil, SearchCodeOptions{}).Definition()
+	d := NewSearchCode(nil, Options{}).Definition()
 	if d.Name != "search_code" || !strings.Contains(d.Description, "read_file offset=") {
 		t.Errorf("definition %q does not say how to combine with read_file: %q", d.Name, d.Description)
 	}
@@ -340,7 +340,7 @@ func TestSearchCodeSymlinks(t *testing.T) {
 	wsSymlink(t, ".env", dir+"/notes.txt")
 	wsSymlink(t, "lib", dir+"/alias")
 	wsSymlink(t, "main.go", dir+"/link.go")
-	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), SearchCodeOptions{})
+	s := NewSearchCode(wsNew(t, dir, WorkspaceOptions{}), Options{})
 	tests := []struct {
 		args map[string]any
 		want string
@@ -389,7 +389,7 @@ func TestSearchCodeSymlinkedParents(t *testing.T) {
 				t.Fatal(err)
 			}
 			wsSymlink(t, tt.target, dir+"/lib")
-			out, err := runSearch(t, NewSearchCode(ws, SearchCodeOptions{}), map[string]any{"pattern": "needle", "path": "lib"})
+			out, err := runSearch(t, NewSearchCode(ws, Options{}), map[string]any{"pattern": "needle", "path": "lib"})
 			if err != nil {
 				t.Fatal(err)
 			}

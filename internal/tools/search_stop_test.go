@@ -41,7 +41,7 @@ func TestSearchCodeStopsInsideAFile(t *testing.T) {
 	for _, tt := range heavyPatterns {
 		t.Run(tt.name, func(t *testing.T) {
 			const timeout = 300 * time.Millisecond
-			s := NewSearchCode(ws, SearchCodeOptions{Timeout: timeout})
+			s := NewSearchCode(ws, Options{Search: SearchCodeOptions{Timeout: timeout}})
 			began := time.Now()
 			out, err := runSearch(t, s, map[string]any{"pattern": tt.pattern})
 			took := time.Since(began)
@@ -69,11 +69,11 @@ func TestSearchCodeStopsInsideAFile(t *testing.T) {
 // The call's own deadline, when it comes before the search's timeout,
 // stops the search just the same, and the note names the time it had.
 func TestSearchCodeStopsAtTheCallDeadline(t *testing.T) {
-	s := NewSearchCode(wsNew(t, pathologicalFile(t), WorkspaceOptions{}), SearchCodeOptions{Timeout: time.Hour})
+	s := NewSearchCode(wsNew(t, pathologicalFile(t), WorkspaceOptions{}), Options{Search: SearchCodeOptions{Timeout: time.Hour}})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	began := time.Now()
-	out, err := s.Run(ctx, json.RawMessage(`{"pattern": "[a-z]{900}Q"}`))
+	out, err := runText(ctx, s, json.RawMessage(`{"pattern": "[a-z]{900}Q"}`))
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestSearchCodeStopsAtTheCallDeadline(t *testing.T) {
 // Cancelling the call mid-file ends the search with an error, promptly,
 // and with its workers gone.
 func TestSearchCodeCanceledInsideAFile(t *testing.T) {
-	s := NewSearchCode(wsNew(t, pathologicalFile(t), WorkspaceOptions{}), SearchCodeOptions{})
+	s := NewSearchCode(wsNew(t, pathologicalFile(t), WorkspaceOptions{}), Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	began := time.Now()
@@ -110,7 +110,7 @@ func TestSearchCodeCanceledInsideAFile(t *testing.T) {
 }
 
 func TestSearchCodePatternTooComplex(t *testing.T) {
-	s := NewSearchCode(wsNew(t, t.TempDir(), WorkspaceOptions{}), SearchCodeOptions{})
+	s := NewSearchCode(wsNew(t, t.TempDir(), WorkspaceOptions{}), Options{})
 	// Words with no common prefix, which the compiler would share.
 	r := rand.New(rand.NewPCG(3, 4))
 	names := make([]string, 300)

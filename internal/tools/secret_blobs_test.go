@@ -123,7 +123,7 @@ func assertNoSecret(t *testing.T, args map[string]any, out string, err error) {
 func TestSecretContentUnderPublicNames(t *testing.T) {
 	repo := secretHistoryFixture(t)
 	ws := wsNew(t, repo.dir, WorkspaceOptions{})
-	gitLog, gitShow, gitBlame := NewGitLog(ws, GitOptions{}), NewGitShow(ws, GitOptions{}), NewGitBlame(ws, GitOptions{})
+	gitLog, gitShow, gitBlame := NewGitLog(ws, Options{}), NewGitShow(ws, Options{}), NewGitBlame(ws, Options{})
 	held := "[not shown, their content was once in a secret file: "
 	tests := []struct {
 		name     string
@@ -156,11 +156,11 @@ func TestSecretContentUnderPublicNames(t *testing.T) {
 		{"pickaxe on the copy", gitLog, map[string]any{"pickaxe": "rename-back-secret", "path": "docs/copy.txt"}, "no commits", nil},
 		{"pickaxe on the renamed file", gitLog, map[string]any{"pickaxe": "rename-back-secret", "path": "hidden.txt"}, "no commits", nil},
 		{"pickaxe for the merged key", gitLog, map[string]any{"pickaxe": "merged-key-secret"}, "no commits", nil},
-		{"read the copy", NewReadFile(ws), map[string]any{"path": "docs/copy.txt"}, deniedError("docs/copy.txt").Error(), ErrDenied},
-		{"read the merged key", NewReadFile(ws), map[string]any{"path": "deploy.txt"}, "", ErrDenied},
-		{"read an uncommitted copy", NewReadFile(ws), map[string]any{"path": "scratch.txt"}, "", ErrDenied},
-		{"search", NewSearchCode(ws, SearchCodeOptions{}), map[string]any{"pattern": "secret"}, "", nil},
-		{"search the copy by name", NewSearchCode(ws, SearchCodeOptions{}), map[string]any{"pattern": "DB_", "path": "docs/copy.txt"}, "", nil},
+		{"read the copy", NewReadFile(ws, Options{}), map[string]any{"path": "docs/copy.txt"}, deniedError("docs/copy.txt").Error(), ErrDenied},
+		{"read the merged key", NewReadFile(ws, Options{}), map[string]any{"path": "deploy.txt"}, "", ErrDenied},
+		{"read an uncommitted copy", NewReadFile(ws, Options{}), map[string]any{"path": "scratch.txt"}, "", ErrDenied},
+		{"search", NewSearchCode(ws, Options{}), map[string]any{"pattern": "secret"}, "", nil},
+		{"search the copy by name", NewSearchCode(ws, Options{}), map[string]any{"pattern": "DB_", "path": "docs/copy.txt"}, "", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,11 +198,11 @@ func TestSecretContentLimits(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{NewReadFile(ws), map[string]any{"path": "notes.txt"}, "meeting notes"},
-		{NewGitBlame(ws, GitOptions{}), map[string]any{"path": "app.go"}, "var x = 1"},
-		{NewGitShow(ws, GitOptions{}), map[string]any{"commit": repo.sha["Add app"], "path": "notes.txt"}, "+meeting notes"},
-		{NewGitLog(ws, GitOptions{}), map[string]any{"pickaxe": "var x"}, "Copy it and touch app"},
-		{NewReadFile(ws), map[string]any{"path": "tweaked.txt"}, "rename-back-secreT"},
+		{NewReadFile(ws, Options{}), map[string]any{"path": "notes.txt"}, "meeting notes"},
+		{NewGitBlame(ws, Options{}), map[string]any{"path": "app.go"}, "var x = 1"},
+		{NewGitShow(ws, Options{}), map[string]any{"commit": repo.sha["Add app"], "path": "notes.txt"}, "+meeting notes"},
+		{NewGitLog(ws, Options{}), map[string]any{"pickaxe": "var x"}, "Copy it and touch app"},
+		{NewReadFile(ws, Options{}), map[string]any{"path": "tweaked.txt"}, "rename-back-secreT"},
 	} {
 		got, err := runGitTool(t, tc.tool, tc.args)
 		if err != nil {
@@ -219,7 +219,7 @@ func TestSecretContentLimits(t *testing.T) {
 func TestSecretBlobsFollowNewHistory(t *testing.T) {
 	repo := secretHistoryFixture(t)
 	ws := wsNew(t, repo.dir, WorkspaceOptions{})
-	read := NewReadFile(ws)
+	read := NewReadFile(ws, Options{})
 	if _, err := runGitTool(t, read, map[string]any{"path": "notes.txt"}); err != nil {
 		t.Fatal(err)
 	}
@@ -243,12 +243,12 @@ func TestSecretBlobsSHA256(t *testing.T) {
 		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Hide it", rename: [2]string{".env", "hidden.txt"}},
 	})
 	ws := wsNew(t, dir, WorkspaceOptions{})
-	got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "hidden.txt"})
+	got, err := runGitTool(t, NewReadFile(ws, Options{}), map[string]any{"path": "hidden.txt"})
 	if !errors.Is(err, ErrDenied) {
 		t.Errorf("read hidden.txt: %v, want ErrDenied; output:\n%s", err, got)
 	}
 	args := map[string]any{"path": "hidden.txt"}
-	got, err = runGitTool(t, NewGitShow(ws, GitOptions{}), args)
+	got, err = runGitTool(t, NewGitShow(ws, Options{}), args)
 	assertNoSecret(t, args, got, err)
 }
 
@@ -305,7 +305,7 @@ func TestSecretBlobsOutsideGit(t *testing.T) {
 	for name, dir := range map[string]string{"not a repository": plain, "a .git file pointing elsewhere": foreign} {
 		t.Run(name, func(t *testing.T) {
 			ws := wsNew(t, dir, WorkspaceOptions{})
-			got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "a.txt"})
+			got, err := runGitTool(t, NewReadFile(ws, Options{}), map[string]any{"path": "a.txt"})
 			if err != nil || !strings.Contains(got, "DB_PASSWORD") {
 				t.Errorf("read a.txt = %q, %v", got, err)
 			}
@@ -322,7 +322,7 @@ func TestSecretBlobsOutsideGit(t *testing.T) {
 func TestSecretBlobsAcrossWorktrees(t *testing.T) {
 	repo := secretHistoryFixture(t)
 	first := wsNew(t, repo.dir, WorkspaceOptions{})
-	if _, err := runGitTool(t, NewReadFile(first), map[string]any{"path": "notes.txt"}); err != nil {
+	if _, err := runGitTool(t, NewReadFile(first, Options{}), map[string]any{"path": "notes.txt"}); err != nil {
 		t.Fatal(err)
 	}
 	histCommits(t, repo.dir, []histCommit{
@@ -338,8 +338,8 @@ func TestSecretBlobsAcrossWorktrees(t *testing.T) {
 		tool Tool
 		args map[string]any
 	}{
-		{NewReadFile(ws), map[string]any{"path": "ops/cluster.txt"}},
-		{NewGitBlame(ws, GitOptions{}), map[string]any{"path": "ops/cluster.txt"}},
+		{NewReadFile(ws, Options{}), map[string]any{"path": "ops/cluster.txt"}},
+		{NewGitBlame(ws, Options{}), map[string]any{"path": "ops/cluster.txt"}},
 	} {
 		got, err := runGitTool(t, c.tool, c.args)
 		if !errors.Is(err, ErrDenied) {
@@ -362,16 +362,16 @@ func TestSecretBlobsSubdirectoryCheckout(t *testing.T) {
 	})
 	ws := wsNew(t, filepath.Join(dir, "svc"), WorkspaceOptions{})
 	for _, p := range []string{"inner.txt", "outer.txt"} {
-		got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": p})
+		got, err := runGitTool(t, NewReadFile(ws, Options{}), map[string]any{"path": p})
 		if !errors.Is(err, ErrDenied) {
 			t.Errorf("read %s: %v, want ErrDenied; output:\n%s", p, err, got)
 		}
-		got, err = runGitTool(t, NewGitShow(ws, GitOptions{}), map[string]any{"commit": "HEAD", "path": p})
+		got, err = runGitTool(t, NewGitShow(ws, Options{}), map[string]any{"commit": "HEAD", "path": p})
 		if err != nil || strings.Contains(got, "-secret") {
 			t.Errorf("show %s: %v\n%s", p, err, got)
 		}
 	}
-	if _, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "main.go"}); err != nil {
+	if _, err := runGitTool(t, NewReadFile(ws, Options{}), map[string]any{"path": "main.go"}); err != nil {
 		t.Errorf("read main.go: %v", err)
 	}
 }
@@ -396,12 +396,12 @@ func TestSecretBlobsCRLFCheckout(t *testing.T) {
 		t.Fatalf("hidden.txt was not checked out with CRLF: %q, %v", raw, err)
 	}
 	ws := wsNew(t, dir, WorkspaceOptions{})
-	got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "hidden.txt"})
+	got, err := runGitTool(t, NewReadFile(ws, Options{}), map[string]any{"path": "hidden.txt"})
 	if !errors.Is(err, ErrDenied) {
 		t.Errorf("read hidden.txt: %v, want ErrDenied; output:\n%s", err, got)
 	}
 	args := map[string]any{"pattern": "DB_PASSWORD"}
-	got, err = runGitTool(t, NewSearchCode(ws, SearchCodeOptions{}), args)
+	got, err = runGitTool(t, NewSearchCode(ws, Options{}), args)
 	assertNoSecret(t, args, got, err)
 }
 
@@ -418,7 +418,7 @@ func TestSecretBlobsOddNames(t *testing.T) {
 	})
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	for _, p := range []string{"b.txt", "c.txt"} {
-		got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": p})
+		got, err := runGitTool(t, NewReadFile(ws, Options{}), map[string]any{"path": p})
 		if !errors.Is(err, ErrDenied) {
 			t.Errorf("read %s: %v, want ErrDenied; output:\n%s", p, err, got)
 		}
@@ -438,11 +438,11 @@ func TestSecretBlobsTwoCheckoutsOfOneRepository(t *testing.T) {
 	})
 	opts := WorkspaceOptions{Deny: []string{"config/key.txt"}, NoDefaultDeny: true}
 	wa := wsNew(t, filepath.Join(dir, "a"), opts)
-	if _, err := runGitTool(t, NewReadFile(wa), map[string]any{"path": "x.go"}); err != nil {
+	if _, err := runGitTool(t, NewReadFile(wa, Options{}), map[string]any{"path": "x.go"}); err != nil {
 		t.Fatal(err)
 	}
 	wb := wsNew(t, filepath.Join(dir, "b"), opts)
-	got, err := runGitTool(t, NewReadFile(wb), map[string]any{"path": "notes.txt"})
+	got, err := runGitTool(t, NewReadFile(wb, Options{}), map[string]any{"path": "notes.txt"})
 	if !errors.Is(err, ErrDenied) {
 		t.Errorf("b's notes.txt (its secret renamed) = %q, %v; want ErrDenied", got, err)
 	}
@@ -468,11 +468,11 @@ func TestSecretBlobsGitUnavailableFailsClosed(t *testing.T) {
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	ws := wsNew(t, repo.dir, WorkspaceOptions{})
-	got, err := runGitTool(t, NewReadFile(ws), map[string]any{"path": "docs/copy.txt"})
+	got, err := runGitTool(t, NewReadFile(ws, Options{}), map[string]any{"path": "docs/copy.txt"})
 	if err == nil || strings.Contains(got, "DB_PASSWORD") {
 		t.Fatalf("read_file while git could not read the repository = %q, %v; want no content", got, err)
 	}
-	got, err = runGitTool(t, NewReadFile(ws), map[string]any{"path": "docs/copy.txt"})
+	got, err = runGitTool(t, NewReadFile(ws, Options{}), map[string]any{"path": "docs/copy.txt"})
 	if !errors.Is(err, ErrDenied) {
 		t.Errorf("read_file once git reads it again = %q, %v; want ErrDenied", got, err)
 	}

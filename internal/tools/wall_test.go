@@ -19,8 +19,8 @@ import (
 // wallRegistry is every tool over ws behind one registry, as a turn has
 // them.
 func wallRegistry(ws *Workspace) *Registry {
-	return NewRegistry(NewListFiles(ws), NewGlob(ws), NewSearchCode(ws, SearchCodeOptions{}), NewReadFile(ws),
-		NewGitLog(ws, GitOptions{}), NewGitShow(ws, GitOptions{}), NewGitBlame(ws, GitOptions{}))
+	return NewRegistry(NewListFiles(ws, Options{}), NewGlob(ws, Options{}), NewSearchCode(ws, Options{}), NewReadFile(ws, Options{}),
+		NewGitLog(ws, Options{}), NewGitShow(ws, Options{}), NewGitBlame(ws, Options{}))
 }
 
 // wallCall runs one call through r and returns what the model would read.
@@ -402,13 +402,13 @@ func TestCommondirAddedLaterRefused(t *testing.T) {
 	histGit(t, b, nil, "init", "-q")
 	histCommits(t, b, []histCommit{{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "OTHER-REPO-HISTORY", write: map[string]string{"b.go": "package b\n"}}})
 	ws := wsNew(t, a, WorkspaceOptions{})
-	if out, err := runGitTool(t, NewGitLog(ws, GitOptions{}), map[string]any{}); err != nil || !strings.Contains(out, "mine") {
+	if out, err := runGitTool(t, NewGitLog(ws, Options{}), map[string]any{}); err != nil || !strings.Contains(out, "mine") {
 		t.Fatalf("git_log before = %q, %v", out, err)
 	}
 	if err := os.WriteFile(filepath.Join(a, ".git", "commondir"), []byte(filepath.Join(b, ".git")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runGitTool(t, NewGitLog(ws, GitOptions{}), map[string]any{})
+	out, err := runGitTool(t, NewGitLog(ws, Options{}), map[string]any{})
 	if strings.Contains(out, "OTHER-REPO") || !errors.Is(err, ErrForeignGitDir) {
 		t.Errorf("git_log after a commondir was planted = %q, %v; want ErrForeignGitDir", out, err)
 	}

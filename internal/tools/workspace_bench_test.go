@@ -100,7 +100,7 @@ func BenchmarkReadFile(b *testing.B) {
 		fmt.Fprintf(&sb, "%06d %s\n", i, strings.Repeat("x", 45))
 	}
 	wsWriteFiles(b, dir, map[string]string{"big.txt": sb.String()})
-	tool := NewReadFile(wsNew(b, dir, WorkspaceOptions{}))
+	tool := NewReadFile(wsNew(b, dir, WorkspaceOptions{}), Options{})
 	for _, offset := range []int{1, 100_000} {
 		b.Run(fmt.Sprintf("offset=%d", offset), func(b *testing.B) {
 			input := json.RawMessage(fmt.Sprintf(`{"path":"big.txt","offset":%d}`, offset))

@@ -403,7 +403,7 @@ func TestReadFileFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := NewReadFile(wsNew(t, dir, WorkspaceOptions{})).Run(t.Context(), json.RawMessage(`{"path":"pipe"}`))
+	_, err := NewReadFile(wsNew(t, dir, WorkspaceOptions{}), Options{}).Run(t.Context(), json.RawMessage(`{"path":"pipe"}`))
 	if err == nil || !strings.Contains(err.Error(), "named pipe") {
 		t.Errorf("error = %v, want a named pipe refusal", err)
 	}

@@ -57,9 +57,9 @@ func run(ctx context.Context, args []string) error {
 	var tool tools.Tool
 	switch *mode {
 	case "search":
-		tool = tools.NewSearchCode(ws, tools.SearchCodeOptions{Workers: *workers})
+		tool = tools.NewSearchCode(ws, tools.Options{Search: tools.SearchCodeOptions{Workers: *workers}})
 	case "list":
-		tool = tools.NewListFiles(ws)
+		tool = tools.NewListFiles(ws, tools.Options{})
 	case "files":
 	default:
 		return fmt.Errorf("unknown -mode %q", *mode)
@@ -90,9 +90,9 @@ func run(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			summary, _, _ = strings.Cut(out, "\n")
+			summary, _, _ = strings.Cut(out.Text, "\n")
 			if *mode == "list" {
-				summary = fmt.Sprintf("%d lines", strings.Count(out, "\n"))
+				summary = fmt.Sprintf("%d lines", strings.Count(out.Text, "\n"))
 			}
 		}
 		times = append(times, time.Since(start))

@@ -1,0 +1,29 @@
+package tools
+
+// Options configures the tools; the zero value gives every default. Every
+// constructor has the one shape New<Tool>(ws *Workspace, opts Options) and
+// reads only its own part of opts: the set of tools is then built from one
+// value, in one place (Default), and an option added to one tool changes no
+// signature and no caller.
+type Options struct {
+	// Git configures git_log, git_show and git_blame.
+	Git GitOptions
+	// Search configures search_code.
+	Search SearchCodeOptions
+}
+
+// Default returns the tools the service gives the model, every one over
+// ws. Every checkout gets the same set, so the definitions sent with each
+// request (sorted by the Registry) stay byte-identical across turns,
+// threads and repositories, and the provider's prompt cache holds.
+func Default(ws *Workspace, opts Options) []Tool {
+	return []Tool{
+		NewListFiles(ws, opts),
+		NewReadFile(ws, opts),
+		NewSearchCode(ws, opts),
+		NewGlob(ws, opts),
+		NewGitLog(ws, opts),
+		NewGitShow(ws, opts),
+		NewGitBlame(ws, opts),
+	}
+}
