@@ -46,6 +46,7 @@ type GitBlame struct{ git *gitCLI }
 var (
 	_ Tool       = (*GitBlame)(nil)
 	_ Summarizer = (*GitBlame)(nil)
+	_ Describer  = (*GitBlame)(nil)
 )
 
 // NewGitBlame returns the git_blame tool over ws. It can be built over a
@@ -53,6 +54,27 @@ var (
 // ErrNotGitRepo. opts.Git configures it.
 func NewGitBlame(ws *Workspace, opts Options) *GitBlame {
 	return &GitBlame{git: newGitCLI(ws, opts.Git)}
+}
+
+// Describe implements Describer: "lexer.go:3-9", "lexer.go:3-" for a start
+// alone, then the commit, "lexer.go commit=HEAD~3".
+func (g *GitBlame) Describe(input json.RawMessage) string {
+	f, _ := parseArgsForm(input)
+	var b strings.Builder
+	if p := f.str("path"); p != "" {
+		b.WriteString(p)
+		start, hasStart := f.num("start")
+		end, hasEnd := f.num("end")
+		switch {
+		case hasStart && hasEnd:
+			fmt.Fprintf(&b, ":%d-%d", start, end)
+		case hasStart:
+			fmt.Fprintf(&b, ":%d-", start)
+		case hasEnd:
+			fmt.Fprintf(&b, ":1-%d", end)
+		}
+	}
+	return f.rest(&b)
 }
 
 var gitBlameSchema = json.RawMessage(`{

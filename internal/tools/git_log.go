@@ -41,6 +41,7 @@ type GitLog struct{ git *gitCLI }
 var (
 	_ Tool       = (*GitLog)(nil)
 	_ Summarizer = (*GitLog)(nil)
+	_ Describer  = (*GitLog)(nil)
 )
 
 // NewGitLog returns the git_log tool over ws. It can be built over a
@@ -48,6 +49,21 @@ var (
 // ErrNotGitRepo. opts.Git configures it.
 func NewGitLog(ws *Workspace, opts Options) *GitLog {
 	return &GitLog{git: newGitCLI(ws, opts.Git)}
+}
+
+// Describe implements Describer: the path, then the filters given,
+// "lexer.go author=bob since=2024-02-01".
+func (l *GitLog) Describe(input json.RawMessage) string {
+	return pathThenRest(input)
+}
+
+// pathThenRest is the short form of a git tool that takes a path and
+// options: the path, then the others as key=value pairs.
+func pathThenRest(input json.RawMessage) string {
+	f, _ := parseArgsForm(input)
+	var b strings.Builder
+	b.WriteString(f.str("path"))
+	return f.rest(&b)
 }
 
 var gitLogSchema = json.RawMessage(`{

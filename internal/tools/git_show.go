@@ -47,6 +47,7 @@ type GitShow struct{ git *gitCLI }
 var (
 	_ Tool       = (*GitShow)(nil)
 	_ Summarizer = (*GitShow)(nil)
+	_ Describer  = (*GitShow)(nil)
 )
 
 // NewGitShow returns the git_show tool over ws. It can be built over a
@@ -54,6 +55,12 @@ var (
 // ErrNotGitRepo. opts.Git configures it.
 func NewGitShow(ws *Workspace, opts Options) *GitShow {
 	return &GitShow{git: newGitCLI(ws, opts.Git)}
+}
+
+// Describe implements Describer: "commit=HEAD~1", "lexer.go
+// commit=1a2b3c4d".
+func (s *GitShow) Describe(input json.RawMessage) string {
+	return pathThenRest(input)
 }
 
 var gitShowSchema = json.RawMessage(`{

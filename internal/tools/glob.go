@@ -39,10 +39,28 @@ type Glob struct{ ws *Workspace }
 var (
 	_ Tool       = (*Glob)(nil)
 	_ Summarizer = (*Glob)(nil)
+	_ Describer  = (*Glob)(nil)
 )
 
 // NewGlob returns the glob tool over ws; it has no options.
 func NewGlob(ws *Workspace, _ Options) *Glob { return &Glob{ws: ws} }
+
+// Describe implements Describer: "\"**/*_test.go\" in internal".
+func (g *Glob) Describe(input json.RawMessage) string {
+	f, _ := parseArgsForm(input)
+	var b strings.Builder
+	pattern, dir := f.str("pattern"), f.str("path")
+	switch {
+	case pattern != "":
+		b.WriteString(`"` + pattern + `"`)
+		if dir != "" {
+			b.WriteString(" in " + dir)
+		}
+	case dir != "":
+		b.WriteString(dir)
+	}
+	return f.rest(&b)
+}
 
 func (g *Glob) Definition() Definition {
 	return Definition{

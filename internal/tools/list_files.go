@@ -38,9 +38,26 @@ type ListFiles struct{ ws *Workspace }
 // NewListFiles returns the list_files tool over ws; it has no options.
 func NewListFiles(ws *Workspace, _ Options) *ListFiles { return &ListFiles{ws: ws} }
 
+// Describe implements Describer: "." for the root, "cmd",
+// "cmd (recursive)".
+func (l *ListFiles) Describe(input json.RawMessage) string {
+	f, _ := parseArgsForm(input)
+	var b strings.Builder
+	if p := f.str("path"); p != "" {
+		b.WriteString(p)
+	} else {
+		b.WriteString(".")
+	}
+	if on, _ := f.flag("recursive"); on {
+		b.WriteString(" (recursive)")
+	}
+	return f.rest(&b)
+}
+
 var (
 	_ Tool       = (*ListFiles)(nil)
 	_ Summarizer = (*ListFiles)(nil)
+	_ Describer  = (*ListFiles)(nil)
 )
 
 func (l *ListFiles) Definition() Definition {

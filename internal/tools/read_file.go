@@ -51,10 +51,25 @@ type ReadFile struct{ ws *Workspace }
 var (
 	_ Tool       = (*ReadFile)(nil)
 	_ Summarizer = (*ReadFile)(nil)
+	_ Describer  = (*ReadFile)(nil)
 )
 
 // NewReadFile returns the read_file tool over ws; it has no options.
 func NewReadFile(ws *Workspace, _ Options) *ReadFile { return &ReadFile{ws: ws} }
+
+// Describe implements Describer: "a.go", "a.go:10-80" for offset 10 and
+// limit 71, "a.go:10-" for an offset alone.
+func (r *ReadFile) Describe(input json.RawMessage) string {
+	f, _ := parseArgsForm(input)
+	var b strings.Builder
+	if p := f.str("path"); p != "" {
+		b.WriteString(p)
+		offset, hasOffset := f.num("offset")
+		limit, hasLimit := f.num("limit")
+		lineRange(&b, offset, hasOffset, limit, hasLimit)
+	}
+	return f.rest(&b)
+}
 
 func (r *ReadFile) Definition() Definition {
 	return Definition{

@@ -68,6 +68,7 @@ type SearchCode struct {
 var (
 	_ Tool       = (*SearchCode)(nil)
 	_ Summarizer = (*SearchCode)(nil)
+	_ Describer  = (*SearchCode)(nil)
 )
 
 // NewSearchCode returns the search_code tool over ws, configured by
@@ -84,6 +85,27 @@ func NewSearchCode(ws *Workspace, all Options) *SearchCode {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
 	return &SearchCode{ws: ws, opts: opts, now: time.Now}
+}
+
+// Describe implements Describer: "\"retry\" in internal/ (*.go)", then
+// the options given, "ignore_case max_results=20".
+func (s *SearchCode) Describe(input json.RawMessage) string {
+	f, _ := parseArgsForm(input)
+	var b strings.Builder
+	pattern, dir, include := f.str("pattern"), f.str("path"), f.str("include")
+	switch {
+	case pattern != "":
+		b.WriteString(`"` + pattern + `"`)
+		if dir != "" {
+			b.WriteString(" in " + dir)
+		}
+	case dir != "":
+		b.WriteString(dir)
+	}
+	if include != "" {
+		b.WriteString(" (" + include + ")")
+	}
+	return f.rest(&b)
 }
 
 type searchCodeArgs struct {

@@ -26,11 +26,10 @@ type Definition struct {
 // of the error message; its references are dropped.
 //
 // Every tool has the same anatomy: a file of its own with a name constant,
-// an args struct, a description (desc/<name>.md) and a constructor
-// New<Tool>(ws *Workspace) that takes only what it needs (the git tools
-// take GitOptions, search_code SearchCodeOptions, as options after ws).
-// It implements Describer too, so a person sees its arguments in its own
-// short form; Default is the set the service runs.
+// an args struct, a description (desc/<name>.md), an exported type built by
+// New<Tool>(ws *Workspace, opts Options), which reads only its own part of
+// opts, and a Describe method (Describer) for the short form of its
+// arguments. Default is the set the service runs.
 type Tool interface {
 	Definition() Definition
 	Run(ctx context.Context, input json.RawMessage) (Output, error)
