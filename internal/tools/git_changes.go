@@ -115,3 +115,66 @@ func parseNameStatus(out []byte) []diffEntry {
 	}
 	return entries
 }
+
+// diffEntry is one file pair of a diff as `--name-status -z` reports it:
+// a change to one path, or a rename or copy with both of its paths. Both
+// matter for the deny-list: git compares a renamed file with its old
+// content, so a pair whose old side is a secret file carries the secret.
+type diffEntry struct {
+	status byte   // 'A', 'C', 'D', 'M', 'R', 'T', ...
+	from   string // the old path of a rename or copy, else ""
+	to     string // the path (the new one of a rename or copy)
+	// oldBlob and newBlob are the blob ids on each side, read from --raw
+	// output (possibly abbreviated, all zeros for no blob); "" from
+	// --name-status.
+	oldBlob, newBlob string
+}
+
+// secret says whether either side of the entry holds a secret blob: a
+// secret file's content under a public name.
+func (e diffEntry) secret(set *secretBlobs) bool {
+	return set.hasPrefix(e.oldBlob) || set.hasPrefix(e.newBlob)
+}
+
+// paired says whether the entry joins two paths, a rename or a copy.
+func (e diffEntry) paired() bool { return e.from != "" }
+
+// anyDenied says whether either path of the entry is a secret file.
+func (e diffEntry) anyDenied(ws *Workspace) bool {
+	return ws.Denied(e.to) || (e.paired() && ws.Denied(e.from))
+}
+
+// readNameStatus reads one entry of `--name-status -z` or `--raw -z`
+// output from toks, the output split at NUL, starting at its status ("M",
+// "R087") or raw record (":100644 100644 <old> <new> M"). It returns the
+// entry and the tokens it used; ok is false when toks[0] is neither or the
+// paths are missing because the output was cut.
+func readNameStatus(toks []string) (e diffEntry, used int, ok bool) {
+	if len(toks) == 0 {
+		return diffEntry{}, 0, false
+	}
+	st := strings.TrimPrefix(toks[0], "\n")
+	if raw, ok := strings.CutPrefix(st, ":"); ok {
+		f := strings.Fields(raw)
+		if len(f) != 5 {
+			return diffEntry{}, 0, false
+		}
+		e.oldBlob, e.newBlob, st = f[2], f[3], f[4]
+	}
+	if st == "" || !strings.ContainsRune("ACDMRTUXB", rune(st[0])) || strings.Trim(st[1:], "0123456789") != "" {
+		return diffEntry{}, 0, false
+	}
+	e.status = st[0]
+	if e.status == 'R' || e.status == 'C' {
+		if len(toks) < 3 {
+			return diffEntry{}, 0, false
+		}
+		e.from, e.to = toks[1], toks[2]
+		return e, 3, true
+	}
+	if len(toks) < 2 {
+		return diffEntry{}, 0, false
+	}
+	e.to = toks[1]
+	return e, 2, true
+}
