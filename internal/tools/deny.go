@@ -181,16 +181,25 @@ func (d denyList) denied(rel string) bool {
 // is scanned from the end and stops at the first match.
 func (d denyList) match(full, base string) bool {
 	for i := len(d) - 1; i >= 0; i-- {
-		p := &d[i]
-		s := base
-		if p.anchored {
-			s = full
-		}
-		if p.matches(s) {
-			return !p.negate
+		if matched, denied := d[i].decides(full, base); matched {
+			return denied
 		}
 	}
 	return false
+}
+
+// decides matches the pattern against a path, its full form when the
+// pattern is anchored, else its last element, and says whether it
+// matched and, if so, whether it denies the path or lets it through.
+func (p *denyPattern) decides(full, base string) (matched, denied bool) {
+	s := base
+	if p.anchored {
+		s = full
+	}
+	if p.matches(s) {
+		return true, !p.negate
+	}
+	return false, false
 }
 
 // matches reports whether the pattern's glob matches s, as
@@ -335,13 +344,8 @@ func (x *denyIndex) match(mask uint64, full, base string) bool {
 	for mask != 0 {
 		i := 63 - bits.LeadingZeros64(mask)
 		mask &^= 1 << i
-		p := &x.list[i]
-		s := base
-		if p.anchored {
-			s = full
-		}
-		if p.matches(s) {
-			return !p.negate
+		if matched, denied := x.list[i].decides(full, base); matched {
+			return denied
 		}
 	}
 	return false

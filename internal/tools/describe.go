@@ -125,6 +125,23 @@ func (f argsForm) rest(b *strings.Builder) string {
 	return b.String()
 }
 
+// patternIn appends "\"pattern\" in dir", the pattern or the directory
+// alone when only one is given, and says whether it wrote anything.
+func patternIn(b *strings.Builder, pattern, dir string) bool {
+	switch {
+	case pattern != "":
+		b.WriteString(`"` + pattern + `"`)
+		if dir != "" {
+			b.WriteString(" in " + dir)
+		}
+	case dir != "":
+		b.WriteString(dir)
+	default:
+		return false
+	}
+	return true
+}
+
 // lineRange appends ":first-last" for a page given as an offset (1-based,
 // 0 taken for 1) and a count of lines, ":offset-" for an offset alone.
 func lineRange(b *strings.Builder, offset int64, hasOffset bool, count int64, hasCount bool) {
@@ -156,15 +173,7 @@ func genericArgs(toolName string, input json.RawMessage) string {
 	}
 	var b strings.Builder
 	pattern, path, include := f.str(patternArgKeys...), f.str(pathArgKeys...), f.str(includeArgKeys...)
-	switch {
-	case pattern != "":
-		b.WriteString(`"` + pattern + `"`)
-		if path != "" {
-			b.WriteString(" in " + path)
-		}
-	case path != "":
-		b.WriteString(path)
-	case strings.HasPrefix(toolName, "list"):
+	if !patternIn(&b, pattern, path) && strings.HasPrefix(toolName, "list") {
 		b.WriteString(".") // listing with no path lists the checkout root
 	}
 	if path != "" && pattern == "" {

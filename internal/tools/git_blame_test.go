@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,12 +35,7 @@ func TestGitBlame(t *testing.T) {
 		fmt.Fprintf(&table400, "%d\t%s Alice Example 2024-03-10\trow %04d\n", i, head, i)
 	}
 
-	tests := []struct {
-		name    string
-		args    map[string]any
-		want    string
-		summary string
-	}{
+	checkTool(t, gitBlame, []toolCase{
 		{name: "whole short file, through the rename", args: map[string]any{"path": "lexer.go"},
 			want:    "blame of lexer.go at HEAD (" + head + "), lines 1–13 of 13\n" + lines(1, 13),
 			summary: "lines 1–13 of 13"},
@@ -66,23 +60,7 @@ func TestGitBlame(t *testing.T) {
 		{name: "a file since renamed, at a commit where it existed", args: map[string]any{"path": "parser.go", "commit": repo.sha["Add parser"][:10], "end": 1},
 			want: "blame of parser.go at " + repo.sha["Add parser"][:10] + " (" + repo.short(t, "Add parser") + "), lines 1–1 of 10\n" +
 				"1\t" + parser + "package lexer\n[continue with start=2]\n"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := runGitTool(t, gitBlame, tc.args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("output:\n%s\nwant:\n%s", got, tc.want)
-			}
-			if tc.summary != "" {
-				if s := gitBlame.(Summarizer).Summarize(got); s != tc.summary {
-					t.Errorf("summary = %q, want %q", s, tc.summary)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestGitBlameErrors(t *testing.T) {
@@ -91,44 +69,25 @@ func TestGitBlameErrors(t *testing.T) {
 		write: map[string]string{"logo.png": "\x89PNG\x00\x00\x01", "empty.txt": "", "noeol.txt": "a\nb"}}})
 	wsWriteFiles(t, repo.dir, map[string]string{"draft.go": "package lexer\n"}) // never committed
 	_, _, gitBlame := gitTools(t, repo.dir, GitOptions{})
-	tests := []struct {
-		name string
-		args map[string]any
-		want string
-		is   error
-	}{
+	checkTool(t, gitBlame, []toolCase{
 		{name: "start past the end", args: map[string]any{"path": "lexer.go", "start": 20, "end": 30},
-			want: "start 20 is past the end of lexer.go, which has 13 lines at HEAD; use start from 1 to 13"},
+			wantErr: true, contains: []string{"start 20 is past the end of lexer.go, which has 13 lines at HEAD; use start from 1 to 13"}},
 		{name: "last line without newline counts", args: map[string]any{"path": "noeol.txt", "start": 3},
-			want: "start 3 is past the end of noeol.txt, which has 2 lines at HEAD"},
-		{name: "end before start", args: map[string]any{"path": "lexer.go", "start": 5, "end": 2}, want: `"end" (2) is before "start" (5)`},
-		{name: "negative", args: map[string]any{"path": "lexer.go", "start": -1}, want: "1-based line numbers"},
-		{name: "no path", args: map[string]any{}, want: `"path" is required`},
-		{name: "root", args: map[string]any{"path": "."}, want: "names the repository root"},
-		{name: "directory", args: map[string]any{"path": "config"}, want: "config is a directory at HEAD"},
-		{name: "deleted file", args: map[string]any{"path": "parser.go"}, want: "parser.go does not exist at HEAD; check the path with glob"},
-		{name: "uncommitted file", args: map[string]any{"path": "draft.go"}, want: "draft.go does not exist at HEAD"},
-		{name: "binary", args: map[string]any{"path": "logo.png"}, want: "logo.png is a binary file at HEAD"},
-		{name: "empty", args: map[string]any{"path": "empty.txt"}, want: "empty.txt is empty at HEAD"},
+			wantErr: true, contains: []string{"start 3 is past the end of noeol.txt, which has 2 lines at HEAD"}},
+		{name: "end before start", args: map[string]any{"path": "lexer.go", "start": 5, "end": 2}, wantErr: true, contains: []string{`"end" (2) is before "start" (5)`}},
+		{name: "negative", args: map[string]any{"path": "lexer.go", "start": -1}, wantErr: true, contains: []string{"1-based line numbers"}},
+		{name: "no path", args: map[string]any{}, wantErr: true, contains: []string{`"path" is required`}},
+		{name: "root", args: map[string]any{"path": "."}, wantErr: true, contains: []string{"names the repository root"}},
+		{name: "directory", args: map[string]any{"path": "config"}, wantErr: true, contains: []string{"config is a directory at HEAD"}},
+		{name: "deleted file", args: map[string]any{"path": "parser.go"}, wantErr: true, contains: []string{"parser.go does not exist at HEAD; check the path with glob"}},
+		{name: "uncommitted file", args: map[string]any{"path": "draft.go"}, wantErr: true, contains: []string{"draft.go does not exist at HEAD"}},
+		{name: "binary", args: map[string]any{"path": "logo.png"}, wantErr: true, contains: []string{"logo.png is a binary file at HEAD"}},
+		{name: "empty", args: map[string]any{"path": "empty.txt"}, wantErr: true, contains: []string{"empty.txt is empty at HEAD"}},
 		{name: "denied", args: map[string]any{"path": ".env", "commit": "HEAD~4"}, is: ErrDenied},
 		{name: "denied in a directory", args: map[string]any{"path": "config/.env.prod"}, is: ErrDenied},
 		{name: "outside", args: map[string]any{"path": "../x.go"}, is: ErrOutside},
-		{name: "unknown commit", args: map[string]any{"path": "lexer.go", "commit": "nosuchbranch"}, want: `no commit named "nosuchbranch"`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := runGitTool(t, gitBlame, tc.args)
-			if err == nil {
-				t.Fatalf("no error; output:\n%s", got)
-			}
-			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("error = %v, want %v", err, tc.is)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error = %q, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+		{name: "unknown commit", args: map[string]any{"path": "lexer.go", "commit": "nosuchbranch"}, wantErr: true, contains: []string{`no commit named "nosuchbranch"`}},
+	})
 }
 
 func TestParsePorcelainLongLine(t *testing.T) {
@@ -154,11 +113,7 @@ func TestGitBlameAcrossSecretRename(t *testing.T) {
 	_, _, gitBlame := gitTools(t, repo.dir, GitOptions{})
 	turn := repo.sha["Turn env into a sample"]
 	add := repo.short(t, "Add env") + " Alice Example 2024-01-10\t"
-	tests := []struct {
-		name string
-		args map[string]any
-		want string
-	}{
+	checkTool(t, gitBlame, []toolCase{
 		{name: "lines from before the rename", args: map[string]any{"path": "config/env.sample", "commit": turn},
 			want: "blame of config/env.sample at " + turn + " (" + turn[:8] + "), lines 1–6 of 6\n" +
 				"1\t" + add + "APP_NAME=shop\n" +
@@ -172,21 +127,5 @@ func TestGitBlameAcrossSecretRename(t *testing.T) {
 				"9\t" + add + "NOTE=draft\n" +
 				"10\t" + add + "EXTRA=1\n" +
 				"11\t" + repo.short(t, "Split defaults out") + " Carol Coder 2024-01-14\tPW=CHANGEME\n"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := runGitTool(t, gitBlame, tc.args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("output:\n%s\nwant:\n%s", got, tc.want)
-			}
-			for _, s := range []string{"hunter2", "staging-secret", ".env"} {
-				if strings.Contains(got, s) {
-					t.Errorf("output has %q:\n%s", s, got)
-				}
-			}
-		})
-	}
+	}, "hunter2", "staging-secret", ".env")
 }

@@ -21,12 +21,7 @@ func TestGitLog(t *testing.T) {
 		parser = line("Add parser", "2024-01-10", "Alice Example")
 	)
 
-	tests := []struct {
-		name    string
-		args    map[string]any
-		want    string
-		summary string
-	}{
+	checkTool(t, gitLog, []toolCase{
 		{name: "everything, newest first", args: map[string]any{},
 			want:    "6 commits, newest first\n" + table + guard + rename + remove + sets + parser,
 			summary: "6 commits"},
@@ -63,59 +58,24 @@ func TestGitLog(t *testing.T) {
 			want: "6 commits, newest first\n" + table + guard + rename + remove + sets + parser},
 		{name: "history of a deleted file", args: map[string]any{"path": "parser.go"},
 			want: "2 commits: path parser.go (following renames), newest first\n" + rename + parser},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := runGitTool(t, gitLog, tc.args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("output:\n%s\nwant:\n%s", got, tc.want)
-			}
-			if tc.summary != "" {
-				if s := gitLog.(Summarizer).Summarize(got); s != tc.summary {
-					t.Errorf("summary = %q, want %q", s, tc.summary)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestGitLogErrors(t *testing.T) {
 	repo := histFixture(t)
 	gitLog, _, _ := gitTools(t, repo.dir, GitOptions{})
-	tests := []struct {
-		name string
-		args map[string]any
-		want string
-		is   error
-	}{
+	checkTool(t, gitLog, []toolCase{
 		{name: "denied path", args: map[string]any{"path": ".env"}, is: ErrDenied},
 		{name: "denied path below", args: map[string]any{"path": "config/.env.prod"}, is: ErrDenied},
 		{name: "git dir", args: map[string]any{"path": ".git/config"}, is: ErrDenied},
 		{name: "outside", args: map[string]any{"path": "../elsewhere"}, is: ErrOutside},
 		{name: "absolute outside", args: map[string]any{"path": "/etc/passwd"}, is: ErrOutside},
-		{name: "negative limit", args: map[string]any{"limit": -1}, want: `"limit" must be from 1 to 100`},
-		{name: "nonsense since", args: map[string]any{"since": "banana"}, want: `"since" "banana" is not a date`},
-		{name: "grep with a newline", args: map[string]any{"grep": "a\nb"}, want: `"grep" contains a newline`},
-		{name: "author too long", args: map[string]any{"author": strings.Repeat("a", 300)}, want: `"author" is 300 characters long`},
-		{name: "wrong type", args: map[string]any{"limit": "ten"}, want: `"limit" must be integer, not string`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := runGitTool(t, gitLog, tc.args)
-			if err == nil {
-				t.Fatalf("no error; output:\n%s", got)
-			}
-			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("error = %v, want %v", err, tc.is)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error = %q, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+		{name: "negative limit", args: map[string]any{"limit": -1}, wantErr: true, contains: []string{`"limit" must be from 1 to 100`}},
+		{name: "nonsense since", args: map[string]any{"since": "banana"}, wantErr: true, contains: []string{`"since" "banana" is not a date`}},
+		{name: "grep with a newline", args: map[string]any{"grep": "a\nb"}, wantErr: true, contains: []string{`"grep" contains a newline`}},
+		{name: "author too long", args: map[string]any{"author": strings.Repeat("a", 300)}, wantErr: true, contains: []string{`"author" is 300 characters long`}},
+		{name: "wrong type", args: map[string]any{"limit": "ten"}, wantErr: true, contains: []string{`"limit" must be integer, not string`}},
+	})
 }
 
 // TestGitLogPickaxeNeverSearchesSecrets: a pickaxe hit is a content

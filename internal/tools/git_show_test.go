@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,14 +14,7 @@ func TestGitShow(t *testing.T) {
 	}
 	const pathHint = "\n[pass path (a file from the list above) to see its diff in this commit]\n"
 
-	tests := []struct {
-		name     string
-		args     map[string]any
-		want     string   // exact, when set
-		contains []string // else these substrings
-		absent   []string // and none of these
-		summary  string
-	}{
+	checkTool(t, gitShow, []toolCase{
 		{name: "default HEAD: metadata, message and stat", args: map[string]any{},
 			want: header("Add generated table") +
 				"Author: Alice Example <alice@example.com>\n" +
@@ -75,33 +67,7 @@ func TestGitShow(t *testing.T) {
 		{name: "diff cut at 400 lines", args: map[string]any{"path": "table.txt"},
 			contains: []string{"+row 0394\n[diff cut at 400 lines; it goes on. To see more, read the file as it is now with read_file, or see which commit wrote which lines with git_blame]\n"},
 			absent:   []string{"+row 0395"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := runGitTool(t, gitShow, tc.args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.want != "" && got != tc.want {
-				t.Errorf("output:\n%s\nwant:\n%s", got, tc.want)
-			}
-			for _, s := range tc.contains {
-				if !strings.Contains(got, s) {
-					t.Errorf("output lacks %q:\n%s", s, got)
-				}
-			}
-			for _, s := range tc.absent {
-				if strings.Contains(got, s) {
-					t.Errorf("output has %q:\n%s", s, got)
-				}
-			}
-			if tc.summary != "" {
-				if s := gitShow.(Summarizer).Summarize(got); s != tc.summary {
-					t.Errorf("summary = %q, want %q", s, tc.summary)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestGitShowCaps(t *testing.T) {
@@ -168,33 +134,14 @@ func TestGitShowMergeShowsWhatItBroughtIn(t *testing.T) {
 func TestGitShowErrors(t *testing.T) {
 	repo := histFixture(t)
 	_, gitShow, _ := gitTools(t, repo.dir, GitOptions{})
-	tests := []struct {
-		name string
-		args map[string]any
-		want string
-		is   error
-	}{
+	checkTool(t, gitShow, []toolCase{
 		{name: "denied path", args: map[string]any{"commit": "HEAD~4", "path": ".env"}, is: ErrDenied},
 		{name: "denied path in a directory", args: map[string]any{"commit": "HEAD~4", "path": "config/.env.prod"}, is: ErrDenied},
 		{name: "outside", args: map[string]any{"path": "../../etc/passwd"}, is: ErrOutside},
-		{name: "unknown commit", args: map[string]any{"commit": "deadbeef"}, want: `no commit named "deadbeef" in this repository; use a sha from git_log`},
-		{name: "a tree is not a commit", args: map[string]any{"commit": "HEAD^{tree}"}, want: `no commit named "HEAD^{tree}"`},
-		{name: "beyond the first commit", args: map[string]any{"commit": "HEAD~50"}, want: `no commit named "HEAD~50"`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := runGitTool(t, gitShow, tc.args)
-			if err == nil {
-				t.Fatalf("no error; output:\n%s", got)
-			}
-			if tc.is != nil && !errors.Is(err, tc.is) {
-				t.Errorf("error = %v, want %v", err, tc.is)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error = %q, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+		{name: "unknown commit", args: map[string]any{"commit": "deadbeef"}, wantErr: true, contains: []string{`no commit named "deadbeef" in this repository; use a sha from git_log`}},
+		{name: "a tree is not a commit", args: map[string]any{"commit": "HEAD^{tree}"}, wantErr: true, contains: []string{`no commit named "HEAD^{tree}"`}},
+		{name: "beyond the first commit", args: map[string]any{"commit": "HEAD~50"}, wantErr: true, contains: []string{`no commit named "HEAD~50"`}},
+	})
 }
 
 // TestGitShowSubdirectoryCheckout: below the top of its repository a
@@ -230,12 +177,7 @@ func TestGitShowNeverPairsSecretRenames(t *testing.T) {
 	const split = "[renames in this commit are listed as a deletion and an addition]\n"
 	secrets := []string{"hunter2", "tiger-local-secret", "staging-secret-tiger", "prod-one", "prod-two"}
 
-	tests := []struct {
-		name     string
-		args     map[string]any
-		contains []string
-		absent   []string // on top of the secrets
-	}{
+	checkTool(t, gitShow, []toolCase{
 		{name: "directory holding a rename from a secret", args: map[string]any{"commit": repo.sha["Turn env into a sample"], "path": "config"},
 			contains: []string{
 				"\n\n config/env.sample | 6 ++++++\n 1 file changed, 6 insertions(+)\n",
@@ -269,25 +211,7 @@ func TestGitShowNeverPairsSecretRenames(t *testing.T) {
 		{name: "commit touching only a secret file: its directory", args: map[string]any{"commit": repo.sha["Rotate prod password"], "path": "config"},
 			contains: []string{"\n\n[config is not changed in commit " + repo.sha["Rotate prod password"][:8] + "; pass a path from the list above]\n"},
 			absent:   []string{".env", "diff --git", "@@"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := runGitTool(t, gitShow, tc.args)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range tc.contains {
-				if !strings.Contains(got, s) {
-					t.Errorf("output lacks %q:\n%s", s, got)
-				}
-			}
-			for _, s := range append(tc.absent, secrets...) {
-				if strings.Contains(got, s) {
-					t.Errorf("output has %q:\n%s", s, got)
-				}
-			}
-		})
-	}
+	}, secrets...)
 }
 
 // TestGitShowIgnoresRepositoryRenameConfig: diff.renames=copies in the

@@ -49,16 +49,7 @@ func NewGlob(ws *Workspace, _ Options) *Glob { return &Glob{ws: ws} }
 func (g *Glob) Describe(input json.RawMessage) string {
 	f, _ := parseArgsForm(input)
 	var b strings.Builder
-	pattern, dir := f.str("pattern"), f.str("path")
-	switch {
-	case pattern != "":
-		b.WriteString(`"` + pattern + `"`)
-		if dir != "" {
-			b.WriteString(" in " + dir)
-		}
-	case dir != "":
-		b.WriteString(dir)
-	}
+	patternIn(&b, f.str("pattern"), f.str("path"))
 	return f.rest(&b)
 }
 

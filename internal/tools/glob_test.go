@@ -26,54 +26,26 @@ func TestGlob(t *testing.T) {
 	}
 	wsWriteFiles(t, dir, files)
 	tool := NewGlob(wsNew(t, dir, WorkspaceOptions{}), Options{})
-	tests := []struct {
-		name    string
-		input   string
-		want    string
-		wantErr string
-		summary string
-	}{
-		{name: "name pattern matches at any depth", input: `{"pattern":"*_test.go"}`,
+	checkTool(t, tool, []toolCase{
+		{name: "name pattern matches at any depth", args: `{"pattern":"*_test.go"}`,
 			want: "2 files match \"*_test.go\"\ninternal/a/a_test.go\ninternal/b/b_test.go\n", summary: "2 files"},
-		{name: "doublestar", input: `{"pattern":"**/main.go"}`,
+		{name: "doublestar", args: `{"pattern":"**/main.go"}`,
 			want: "3 files match \"**/main.go\"\ncmd/bot/main.go\ncmd/cli/main.go\nmain.go\n"},
-		{name: "path pattern anchored at the root", input: `{"pattern":"cmd/*/main.go"}`,
+		{name: "path pattern anchored at the root", args: `{"pattern":"cmd/*/main.go"}`,
 			want: "2 files match \"cmd/*/main.go\"\ncmd/bot/main.go\ncmd/cli/main.go\n"},
-		{name: "braces", input: `{"pattern":"*.{ts,go}","path":"web"}`,
+		{name: "braces", args: `{"pattern":"*.{ts,go}","path":"web"}`,
 			want: "1 file match \"*.{ts,go}\" under web/\nweb/app.ts\n"},
-		{name: "path limits the search", input: `{"pattern":"*.go","path":"internal/a"}`,
+		{name: "path limits the search", args: `{"pattern":"*.go","path":"internal/a"}`,
 			want: "2 files match \"*.go\" under internal/a/\ninternal/a/a.go\ninternal/a/a_test.go\n"},
-		{name: "leading ./ and prefix", input: `{"pattern":"./Dockerfile*"}`,
+		{name: "leading ./ and prefix", args: `{"pattern":"./Dockerfile*"}`,
 			want: "2 files match \"Dockerfile*\"\nDockerfile\ndeploy/Dockerfile.dev\n"},
-		{name: "secret files never match", input: `{"pattern":"*.pem"}`,
+		{name: "secret files never match", args: `{"pattern":"*.pem"}`,
 			want:    "no files match \"*.pem\". A pattern without \"/\" matches file names at any depth and \"**\" crosses directories; ignored and secret files are never listed. Use list_files to see the layout.\n",
 			summary: "no match"},
-		{name: "empty pattern", input: `{"pattern":" "}`, wantErr: `"pattern" is required: a file name pattern such as "**/*_test.go" or "Dockerfile*"`},
-		{name: "invalid pattern", input: `{"pattern":"[abc"}`, wantErr: `pattern "[abc" is not a valid glob (check that brackets and braces are closed); examples: "**/*.go", "src/**/test_*.py"`},
-		{name: "outside path", input: `{"pattern":"*","path":"/etc"}`, wantErr: `outside the workspace: "/etc"; give a path relative to the repository root, such as "README.md" or "src/main.go"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := runText(t.Context(), tool, json.RawMessage(tt.input))
-			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("error = %v\nwant    %s", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out != tt.want {
-				t.Errorf("got\n%s\nwant\n%s", out, tt.want)
-			}
-			if tt.summary != "" {
-				if s := tool.Summarize(out); s != tt.summary {
-					t.Errorf("summary = %q, want %q", s, tt.summary)
-				}
-			}
-		})
-	}
+		{name: "empty pattern", args: `{"pattern":" "}`, wantErr: true, want: `"pattern" is required: a file name pattern such as "**/*_test.go" or "Dockerfile*"`},
+		{name: "invalid pattern", args: `{"pattern":"[abc"}`, wantErr: true, want: `pattern "[abc" is not a valid glob (check that brackets and braces are closed); examples: "**/*.go", "src/**/test_*.py"`},
+		{name: "outside path", args: `{"pattern":"*","path":"/etc"}`, wantErr: true, want: `outside the workspace: "/etc"; give a path relative to the repository root, such as "README.md" or "src/main.go"`},
+	})
 
 	t.Run("cap", func(t *testing.T) {
 		out, err := runText(t.Context(), tool, json.RawMessage(`{"pattern":"data/*.json"}`))

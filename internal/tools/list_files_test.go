@@ -17,56 +17,28 @@ func TestListFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool := NewListFiles(wsNew(t, dir, WorkspaceOptions{}), Options{})
-	tests := []struct {
-		name    string
-		input   string
-		want    string
-		wantErr string
-		summary string
-	}{
-		{name: "root, ignored and secret files hidden", input: `{}`,
+	checkTool(t, tool, []toolCase{
+		{name: "root, ignored and secret files hidden", args: `{}`,
 			want:    "./ (9 entries)\n.gitignore\ndocs/\netc@ -> /etc (outside the workspace)\nforced.log\nkeep.log\nlinkdir@ -> sub\nmain.go\nsub/\nuntracked.go\n",
 			summary: "9 entries"},
-		{name: "subdirectory", input: `{"path":"sub"}`,
+		{name: "subdirectory", args: `{"path":"sub"}`,
 			want: "sub/ (4 entries)\n.gitignore\nmain-link.go@ -> ../main.go\nrootonly.txt\ny.go\n"},
-		{name: "recursive lists files below", input: `{"path":"./","recursive":true}`,
+		{name: "recursive lists files below", args: `{"path":"./","recursive":true}`,
 			want:    "./ (12 files, recursive)\n.gitignore\ndocs/readme.md\netc@ -> /etc (outside the workspace)\nforced.log\nkeep.log\nlinkdir@ -> sub\nmain.go\nsub/.gitignore\nsub/main-link.go@ -> ../main.go\nsub/rootonly.txt\nsub/y.go\nuntracked.go\n",
 			summary: "12 files"},
-		{name: "ignored directory lists nothing", input: `{"path":"build"}`,
+		{name: "ignored directory lists nothing", args: `{"path":"build"}`,
 			want: "build/ (0 entries)\n(nothing to list: the directory is empty, or everything in it is ignored or on the deny-list)\n"},
-		{name: "empty directory", input: `{"path":"emptydir"}`,
+		{name: "empty directory", args: `{"path":"emptydir"}`,
 			want: "emptydir/ (0 entries)\n(nothing to list: the directory is empty, or everything in it is ignored or on the deny-list)\n"},
-		{name: "symlinked directory not followed", input: `{"path":"linkdir"}`,
-			wantErr: `linkdir is a symlink to sub; symlinked directories are not followed, list "sub" instead`},
-		{name: "symlink out", input: `{"path":"etc"}`, wantErr: "outside the workspace: etc is a symlink that leads out of the repository"},
-		{name: "a file", input: `{"path":"main.go"}`, wantErr: "main.go is a file, not a directory; read it with read_file"},
-		{name: "missing with suggestion", input: `{"path":"doc"}`,
-			wantErr: `doc: no such directory; did you mean "docs"?. List the parent directory or use glob to find it: file does not exist`},
-		{name: "git internals", input: `{"path":".git"}`, wantErr: `denied (may hold secrets): ".git" is on the deny-list of secret files and is never shown; answer without it`},
-		{name: "outside", input: `{"path":"../"}`, wantErr: `outside the workspace: "../"; give a path relative to the repository root, such as "README.md" or "src/main.go"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := runText(t.Context(), tool, json.RawMessage(tt.input))
-			if tt.wantErr != "" {
-				if err == nil || err.Error() != tt.wantErr {
-					t.Fatalf("error = %v\nwant    %s", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if out != tt.want {
-				t.Errorf("got\n%s\nwant\n%s", out, tt.want)
-			}
-			if tt.summary != "" {
-				if s := tool.Summarize(out); s != tt.summary {
-					t.Errorf("summary = %q, want %q", s, tt.summary)
-				}
-			}
-		})
-	}
+		{name: "symlinked directory not followed", args: `{"path":"linkdir"}`,
+			wantErr: true, want: `linkdir is a symlink to sub; symlinked directories are not followed, list "sub" instead`},
+		{name: "symlink out", args: `{"path":"etc"}`, wantErr: true, want: "outside the workspace: etc is a symlink that leads out of the repository"},
+		{name: "a file", args: `{"path":"main.go"}`, wantErr: true, want: "main.go is a file, not a directory; read it with read_file"},
+		{name: "missing with suggestion", args: `{"path":"doc"}`,
+			wantErr: true, want: `doc: no such directory; did you mean "docs"?. List the parent directory or use glob to find it: file does not exist`},
+		{name: "git internals", args: `{"path":".git"}`, wantErr: true, want: `denied (may hold secrets): ".git" is on the deny-list of secret files and is never shown; answer without it`},
+		{name: "outside", args: `{"path":"../"}`, wantErr: true, want: `outside the workspace: "../"; give a path relative to the repository root, such as "README.md" or "src/main.go"`},
+	})
 }
 
 func TestListFilesWalkerSkipsAndCaps(t *testing.T) {

@@ -36,80 +36,48 @@ func TestReadFile(t *testing.T) {
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	tool := NewReadFile(ws, Options{})
 
-	tests := []struct {
-		name     string
-		input    string
-		want     string   // exact output, when set
-		contains []string // else substrings of output or error
-		wantErr  bool
-		summary  string
-	}{
-		{name: "whole file numbered", input: `{"path":"five.txt"}`,
+	checkTool(t, tool, []toolCase{
+		{name: "whole file numbered", args: `{"path":"five.txt"}`,
 			want: "1\tone\n2\ttwo\n3\tthree\n4\tfour\n5\tfive\n", summary: "5 lines"},
-		{name: "page with continuation footer", input: `{"path":"five.txt","offset":2,"limit":2}`,
+		{name: "page with continuation footer", args: `{"path":"five.txt","offset":2,"limit":2}`,
 			want: "2\ttwo\n3\tthree\n[lines 2–3 of 5; continue with offset=4]\n", summary: "lines 2–3 of 5"},
-		{name: "last page has no footer", input: `{"path":"five.txt","offset":4,"limit":10}`,
+		{name: "last page has no footer", args: `{"path":"five.txt","offset":4,"limit":10}`,
 			want: "4\tfour\n5\tfive\n"},
-		{name: "offset zero reads from the start", input: `{"path":"five.txt","offset":0,"limit":1}`,
+		{name: "offset zero reads from the start", args: `{"path":"five.txt","offset":0,"limit":1}`,
 			want: "1\tone\n[lines 1–1 of 5; continue with offset=2]\n"},
-		{name: "no final newline", input: `{"path":"noeol.txt"}`, want: "1\ta\n2\tb\n"},
-		{name: "crlf", input: `{"path":"crlf.txt"}`, want: "1\ta\n2\tb\n"},
-		{name: "default limit", input: `{"path":"many.txt"}`,
+		{name: "no final newline", args: `{"path":"noeol.txt"}`, want: "1\ta\n2\tb\n"},
+		{name: "crlf", args: `{"path":"crlf.txt"}`, want: "1\ta\n2\tb\n"},
+		{name: "default limit", args: `{"path":"many.txt"}`,
 			contains: []string{"2000\tl2000\n[lines 1–2000 of 2500; continue with offset=2001]"}},
-		{name: "offset past the end", input: `{"path":"five.txt","offset":9}`, wantErr: true,
+		{name: "offset past the end", args: `{"path":"five.txt","offset":9}`, wantErr: true,
 			contains: []string{"offset 9 is past the end of five.txt, which has 5 lines"}},
-		{name: "negative offset", input: `{"path":"five.txt","offset":-1}`, wantErr: true,
+		{name: "negative offset", args: `{"path":"five.txt","offset":-1}`, wantErr: true,
 			contains: []string{`"offset" must be 1 or more`}},
-		{name: "negative limit", input: `{"path":"five.txt","limit":-5}`, wantErr: true,
+		{name: "negative limit", args: `{"path":"five.txt","limit":-5}`, wantErr: true,
 			contains: []string{`"limit" must be 1 or more`}},
-		{name: "empty path", input: `{}`, wantErr: true, contains: []string{`"path" is required`}},
-		{name: "invalid json", input: `{"path":5}`, wantErr: true,
+		{name: "empty path", args: `{}`, wantErr: true, contains: []string{`"path" is required`}},
+		{name: "invalid json", args: `{"path":5}`, wantErr: true,
 			contains: []string{`arguments are not valid JSON or have the wrong type: "path" must be string, not number; expected {"path": string, "offset": integer, "limit": integer}`}},
-		{name: "empty file", input: `{"path":"empty.txt"}`, want: "empty.txt is empty (0 bytes).", summary: "empty file"},
-		{name: "binary refused with size", input: `{"path":"bin.dat"}`, wantErr: true,
+		{name: "empty file", args: `{"path":"empty.txt"}`, want: "empty.txt is empty (0 bytes).", summary: "empty file"},
+		{name: "binary refused with size", args: `{"path":"bin.dat"}`, wantErr: true,
 			contains: []string{"bin.dat is a binary file (2.0 KB)"}},
-		{name: "long line cut", input: `{"path":"long.txt"}`,
+		{name: "long line cut", args: `{"path":"long.txt"}`,
 			contains: []string{"1\tshort\n2\t" + strings.Repeat("é", 2000) + " … [line truncated at 2000 characters; it is 5001 bytes long]\n3\tafter\n"}},
-		{name: "invalid utf-8 replaced", input: `{"path":"latin1.txt"}`, want: "1\tcaf\uFFFD\n"},
-		{name: "byte cap with continuation", input: `{"path":"big.txt"}`,
+		{name: "invalid utf-8 replaced", args: `{"path":"latin1.txt"}`, want: "1\tcaf\uFFFD\n"},
+		{name: "byte cap with continuation", args: `{"path":"big.txt"}`,
 			contains: []string{"\n[lines 1–291 of 3000 (output capped at 30 KB); continue with offset=292]\n"}},
-		{name: "directory", input: `{"path":"src"}`, wantErr: true,
+		{name: "directory", args: `{"path":"src"}`, wantErr: true,
 			contains: []string{"src is a directory", "list_files"}},
-		{name: "missing file with suggestions", input: `{"path":"src/mian.go"}`, wantErr: true,
+		{name: "missing file with suggestions", args: `{"path":"src/mian.go"}`, wantErr: true,
 			contains: []string{`src/mian.go: file does not exist; did you mean "src/main.go"`, "glob", "list_files"}},
-		{name: "missing file same name elsewhere", input: `{"path":"main.go"}`, wantErr: true,
+		{name: "missing file same name elsewhere", args: `{"path":"main.go"}`, wantErr: true,
 			contains: []string{`did you mean "src/main.go"`}},
-		{name: "missing file wrong case", input: `{"path":"SRC/Server.go"}`, wantErr: true,
+		{name: "missing file wrong case", args: `{"path":"SRC/Server.go"}`, wantErr: true,
 			contains: []string{`did you mean "src/server.go"`}},
-		{name: "denied", input: `{"path":".env"}`, wantErr: true, contains: []string{"deny-list"}},
-		{name: "outside", input: `{"path":"../../etc/passwd"}`, wantErr: true, contains: []string{"outside the workspace"}},
-		{name: "absolute inside", input: fmt.Sprintf(`{"path":%q}`, filepath.Join(dir, "five.txt")), contains: []string{"1\tone\n"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := runText(t.Context(), tool, json.RawMessage(tt.input))
-			got := out
-			if err != nil {
-				got = err.Error()
-			}
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("error = %v, wantErr %v; output:\n%s", err, tt.wantErr, out)
-			}
-			if tt.want != "" && got != tt.want {
-				t.Errorf("got\n%q\nwant\n%q", got, tt.want)
-			}
-			for _, c := range tt.contains {
-				if !strings.Contains(got, c) {
-					t.Errorf("output lacks %q:\n%.300s\n…\n%s", c, got, got[max(0, len(got)-300):])
-				}
-			}
-			if tt.summary != "" {
-				if s := tool.Summarize(out); s != tt.summary {
-					t.Errorf("summary = %q, want %q", s, tt.summary)
-				}
-			}
-		})
-	}
+		{name: "denied", args: `{"path":".env"}`, wantErr: true, contains: []string{"deny-list"}},
+		{name: "outside", args: `{"path":"../../etc/passwd"}`, wantErr: true, contains: []string{"outside the workspace"}},
+		{name: "absolute inside", args: fmt.Sprintf(`{"path":%q}`, filepath.Join(dir, "five.txt")), contains: []string{"1\tone\n"}},
+	})
 
 	t.Run("byte cap holds and pages join up", func(t *testing.T) {
 		var lines int

@@ -92,16 +92,8 @@ func NewSearchCode(ws *Workspace, all Options) *SearchCode {
 func (s *SearchCode) Describe(input json.RawMessage) string {
 	f, _ := parseArgsForm(input)
 	var b strings.Builder
-	pattern, dir, include := f.str("pattern"), f.str("path"), f.str("include")
-	switch {
-	case pattern != "":
-		b.WriteString(`"` + pattern + `"`)
-		if dir != "" {
-			b.WriteString(" in " + dir)
-		}
-	case dir != "":
-		b.WriteString(dir)
-	}
+	patternIn(&b, f.str("pattern"), f.str("path"))
+	include := f.str("include")
 	if include != "" {
 		b.WriteString(" (" + include + ")")
 	}
