@@ -12,6 +12,13 @@ type Options struct {
 	Search SearchCodeOptions
 }
 
+// Every tool is run, summarized and described by the registry.
+var _ = []interface {
+	Tool
+	Summarizer
+	Describer
+}{(*ListFiles)(nil), (*ReadFile)(nil), (*SearchCode)(nil), (*Glob)(nil), (*GitLog)(nil), (*GitShow)(nil), (*GitBlame)(nil)}
+
 // Default returns the tools the service gives the model, every one over
 // ws. Every checkout gets the same set, so the definitions sent with each
 // request (sorted by the Registry) stay byte-identical across turns,

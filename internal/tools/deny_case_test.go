@@ -14,10 +14,7 @@ import (
 // for, in the spellings they turn up with, next to look-alikes that are code
 // or documentation and must stay readable.
 func TestDenyDefaultsCoverCredentialFiles(t *testing.T) {
-	d, err := parseDeny(DefaultDeny)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustDeny(t, DefaultDeny)
 	idx := newDenyIndex(d)
 	denied := []string{
 		".env", ".ENV", "config/.Env.Production", "ID_RSA", "keys/Id_Ed25519.pub", "certs/Server.PEM", "tls.KEY",
@@ -54,11 +51,7 @@ func TestDenyDefaultsCoverCredentialFiles(t *testing.T) {
 // file on a case-insensitive file system and the same secret anywhere, so
 // user patterns fold as the defaults do, also beyond ASCII.
 func TestDenyIgnoresCase(t *testing.T) {
-	tests := []struct {
-		patterns []string
-		path     string
-		denied   bool
-	}{
+	checkDenied(t, []denyCase{
 		{[]string{"Secrets/"}, "secrets/a.txt", true},
 		{[]string{"secrets/"}, "SECRETS/a.txt", true},
 		{[]string{"config/*.PEM"}, "CONFIG/b.pem", true},
@@ -69,19 +62,7 @@ func TestDenyIgnoresCase(t *testing.T) {
 		{[]string{"kelvin"}, "\u212Aelvin", true}, // KELVIN SIGN folds to k
 		{[]string{"ÉTÉ"}, "docs/été", true},
 		{[]string{"a\xffb"}, "A\xffB", true},
-	}
-	for _, tt := range tests {
-		d, err := parseDeny(tt.patterns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := d.denied(tt.path); got != tt.denied {
-			t.Errorf("%q denied(%q) = %v, want %v", tt.patterns, tt.path, got, tt.denied)
-		}
-		if got := newDenyIndex(d).denied(tt.path); got != tt.denied {
-			t.Errorf("%q index denied(%q) = %v, want %v", tt.patterns, tt.path, got, tt.denied)
-		}
-	}
+	})
 }
 
 // TestDenyCaseEveryTool puts upper-case secret files in a git checkout and

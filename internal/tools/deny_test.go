@@ -12,10 +12,7 @@ import (
 // path: a pattern that falls back to a glob costs every listed path about
 // 100ns per path element.
 func TestDenyDefaultsCompareAsStrings(t *testing.T) {
-	d, err := parseDeny(DefaultDeny)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustDeny(t, DefaultDeny)
 	for _, p := range d {
 		if p.kind == denyGlob {
 			t.Errorf("default pattern %q is matched as a glob; keep defaults to a name or one \"*\"", p.glob)
@@ -104,11 +101,7 @@ func FuzzDenyMatchesLikeDoublestar(f *testing.F) {
 // TestDenyLastMatchWins covers the order of patterns, which the matcher
 // scans from the end.
 func TestDenyLastMatchWins(t *testing.T) {
-	tests := []struct {
-		patterns []string
-		path     string
-		denied   bool
-	}{
+	checkDenied(t, []denyCase{
 		{[]string{"*.pem", "!test.pem"}, "test.pem", false},
 		{[]string{"!test.pem", "*.pem"}, "test.pem", true},
 		{[]string{"*.pem", "!test.pem", "test*"}, "test.pem", true},
@@ -117,25 +110,13 @@ func TestDenyLastMatchWins(t *testing.T) {
 		{[]string{".git/"}, "a/.github/x", false},
 		{[]string{"config/*.pem"}, "config/a/b.pem", false},
 		{[]string{"config/*.pem"}, "config/b.pem", true},
-	}
-	for _, tt := range tests {
-		d, err := parseDeny(tt.patterns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := d.denied(tt.path); got != tt.denied {
-			t.Errorf("%q denied(%q) = %v, want %v", tt.patterns, tt.path, got, tt.denied)
-		}
-	}
+	})
 }
 
 // BenchmarkDenied matches typical paths of a Go tree against the default
 // deny-list, as a listing does for every file.
 func BenchmarkDenied(b *testing.B) {
-	d, err := parseDeny(DefaultDeny)
-	if err != nil {
-		b.Fatal(err)
-	}
+	d := mustDeny(b, DefaultDeny)
 	paths := []string{
 		"net/http/server.go", "cmd/compile/internal/ssa/rewriteAMD64.go", "README.md",
 		"crypto/tls/testdata/example-key.pem", "go/types/testdata/local/issue47996.go",
@@ -175,10 +156,7 @@ func TestDenyIndexAgreesWithList(t *testing.T) {
 		for range r.IntN(12) {
 			patterns = append(patterns, pool[r.IntN(len(pool))])
 		}
-		d, err := parseDeny(patterns)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := mustDeny(t, patterns)
 		idx := newDenyIndex(d)
 		for range 100 {
 			var b strings.Builder
@@ -200,10 +178,7 @@ func TestDenyIndexManyPatterns(t *testing.T) {
 		patterns = append(patterns, "f"+strings.Repeat("x", i))
 	}
 	patterns = append(patterns, "!fxx")
-	d, err := parseDeny(patterns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustDeny(t, patterns)
 	idx := newDenyIndex(d)
 	for _, tt := range []struct {
 		path   string
@@ -211,6 +186,37 @@ func TestDenyIndexManyPatterns(t *testing.T) {
 	}{{"a/f", true}, {"a/" + "f" + strings.Repeat("x", 69), true}, {"fxx", false}, {"g", false}} {
 		if got := idx.denied(tt.path); got != tt.denied {
 			t.Errorf("denied(%q) = %v, want %v", tt.path, got, tt.denied)
+		}
+	}
+}
+
+// mustDeny parses a deny-list that is known to be good.
+func mustDeny(t testing.TB, patterns []string) denyList {
+	t.Helper()
+	d, err := parseDeny(patterns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// denyCase is a deny-list, a path, and whether the list denies it.
+type denyCase struct {
+	patterns []string
+	path     string
+	denied   bool
+}
+
+// checkDenied asks both matchers, the list and its index, about each case.
+func checkDenied(t *testing.T, cases []denyCase) {
+	t.Helper()
+	for _, tt := range cases {
+		d := mustDeny(t, tt.patterns)
+		if got := d.denied(tt.path); got != tt.denied {
+			t.Errorf("%q denied(%q) = %v, want %v", tt.patterns, tt.path, got, tt.denied)
+		}
+		if got := newDenyIndex(d).denied(tt.path); got != tt.denied {
+			t.Errorf("%q index denied(%q) = %v, want %v", tt.patterns, tt.path, got, tt.denied)
 		}
 	}
 }

@@ -43,12 +43,6 @@ type gitBlameArgs struct {
 // programs. It is safe for concurrent use.
 type GitBlame struct{ git *gitCLI }
 
-var (
-	_ Tool       = (*GitBlame)(nil)
-	_ Summarizer = (*GitBlame)(nil)
-	_ Describer  = (*GitBlame)(nil)
-)
-
 // NewGitBlame returns the git_blame tool over ws. It can be built over a
 // checkout that is not a git repository; its calls then fail with
 // ErrNotGitRepo. opts.Git configures it.

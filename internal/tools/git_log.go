@@ -38,12 +38,6 @@ type gitLogArgs struct {
 // and date. It is safe for concurrent use.
 type GitLog struct{ git *gitCLI }
 
-var (
-	_ Tool       = (*GitLog)(nil)
-	_ Summarizer = (*GitLog)(nil)
-	_ Describer  = (*GitLog)(nil)
-)
-
 // NewGitLog returns the git_log tool over ws. It can be built over a
 // checkout that is not a git repository; its calls then fail with
 // ErrNotGitRepo. opts.Git configures it.

@@ -44,12 +44,6 @@ type gitShowArgs struct {
 // concurrent use.
 type GitShow struct{ git *gitCLI }
 
-var (
-	_ Tool       = (*GitShow)(nil)
-	_ Summarizer = (*GitShow)(nil)
-	_ Describer  = (*GitShow)(nil)
-)
-
 // NewGitShow returns the git_show tool over ws. It can be built over a
 // checkout that is not a git repository; its calls then fail with
 // ErrNotGitRepo. opts.Git configures it.

@@ -500,10 +500,7 @@ func TestCheckSince(t *testing.T) {
 }
 
 func TestDenyExcludes(t *testing.T) {
-	d, err := parseDeny([]string{".env", "!.env.example", "secrets/", "config/*.pem", "{a,b}.key"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustDeny(t, []string{".env", "!.env.example", "secrets/", "config/*.pem", "{a,b}.key"})
 	got := strings.Join(denyExcludes(d), " ")
 	want := ":(exclude,icase,glob)**/.env :(exclude,icase,glob)**/.env/** :(exclude,icase,glob)**/secrets :(exclude,icase,glob)**/secrets/** :(exclude,icase,glob)config/*.pem :(exclude,icase,glob)config/*.pem/**"
 	if got != want {

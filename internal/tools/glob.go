@@ -36,12 +36,6 @@ type globArgs struct {
 // It is safe for concurrent use.
 type Glob struct{ ws *Workspace }
 
-var (
-	_ Tool       = (*Glob)(nil)
-	_ Summarizer = (*Glob)(nil)
-	_ Describer  = (*Glob)(nil)
-)
-
 // NewGlob returns the glob tool over ws; it has no options.
 func NewGlob(ws *Workspace, _ Options) *Glob { return &Glob{ws: ws} }
 

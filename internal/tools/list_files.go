@@ -54,12 +54,6 @@ func (l *ListFiles) Describe(input json.RawMessage) string {
 	return f.rest(&b)
 }
 
-var (
-	_ Tool       = (*ListFiles)(nil)
-	_ Summarizer = (*ListFiles)(nil)
-	_ Describer  = (*ListFiles)(nil)
-)
-
 func (l *ListFiles) Definition() Definition {
 	return Definition{
 		Name:        ListFilesName,

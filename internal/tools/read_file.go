@@ -48,12 +48,6 @@ type readFileArgs struct {
 // is safe for concurrent use.
 type ReadFile struct{ ws *Workspace }
 
-var (
-	_ Tool       = (*ReadFile)(nil)
-	_ Summarizer = (*ReadFile)(nil)
-	_ Describer  = (*ReadFile)(nil)
-)
-
 // NewReadFile returns the read_file tool over ws; it has no options.
 func NewReadFile(ws *Workspace, _ Options) *ReadFile { return &ReadFile{ws: ws} }
 

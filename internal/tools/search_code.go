@@ -65,12 +65,6 @@ type SearchCode struct {
 	now  func() time.Time // the budget clock; tests step it per file
 }
 
-var (
-	_ Tool       = (*SearchCode)(nil)
-	_ Summarizer = (*SearchCode)(nil)
-	_ Describer  = (*SearchCode)(nil)
-)
-
 // NewSearchCode returns the search_code tool over ws, configured by
 // opts.Search.
 func NewSearchCode(ws *Workspace, all Options) *SearchCode {

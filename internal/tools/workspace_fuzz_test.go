@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -22,39 +21,7 @@ var fuzzSeeds = []string{
 
 // fuzzWorkspace builds the confinement fixture once per fuzz target.
 func fuzzWorkspace(f *testing.F) (ws *Workspace, parent, repo string) {
-	parent = f.TempDir()
-	repo = filepath.Join(parent, "repo")
-	wsWriteFiles(f, parent, map[string]string{
-		"outside/secret.txt":         "SECRET",
-		"repo-secret/x.txt":          "SECRET",
-		"repo/a.txt":                 "A",
-		"repo/sub/b.txt":             "B",
-		"repo/.env":                  "SECRET",
-		"repo/sub/.env.local":        "SECRET",
-		"repo/.env.example":          "TOKEN=",
-		"repo/id_rsa":                "SECRET",
-		"repo/.git/config":           "SECRET",
-		"repo/x.pem":                 "SECRET",
-		"repo/credentials-prod.json": "SECRET",
-	})
-	for link, target := range map[string]string{
-		"link_out_file": "../outside/secret.txt",
-		"link_out_dir":  "../outside",
-		"link_abs":      "/etc/passwd",
-		"devnull":       "/dev/null",
-		"link_in":       "sub/b.txt",
-		"link_sub":      "sub",
-		"notes.txt":     ".env",
-		"gitdir":        ".git",
-		"sub/up":        "../a.txt",
-		"loop1":         "loop2",
-		"loop2":         "loop1",
-	} {
-		wsSymlink(f, target, filepath.Join(repo, link))
-	}
-	if err := syscall.Mkfifo(filepath.Join(repo, "fifo"), 0o644); err != nil {
-		f.Fatal(err)
-	}
+	parent, repo = confinementFixture(f)
 	ws, err := NewWorkspace(repo, WorkspaceOptions{})
 	if err != nil {
 		f.Fatal(err)

@@ -54,33 +54,39 @@ func wsNew(t testing.TB, dir string, opts WorkspaceOptions) *Workspace {
 
 // confinementFixture lays out a checkout next to an outside directory and a
 // sibling whose name starts with the checkout's, with links of every kind.
-func confinementFixture(t *testing.T) (parent, repo string) {
+// Every file no path may open holds "SECRET".
+func confinementFixture(t testing.TB) (parent, repo string) {
+	t.Helper()
 	parent = t.TempDir()
 	repo = filepath.Join(parent, "repo")
 	wsWriteFiles(t, parent, map[string]string{
 		"outside/secret.txt":         "SECRET",
-		"repo-secret/x.txt":          "SIBLING",
+		"repo-secret/x.txt":          "SECRET",
 		"repo/a.txt":                 "A",
 		"repo/sub/b.txt":             "B",
-		"repo/.env":                  "TOKEN=1",
-		"repo/sub/.env.local":        "TOKEN=2",
+		"repo/.env":                  "SECRET",
+		"repo/sub/.env.local":        "SECRET",
 		"repo/.env.example":          "TOKEN=",
-		"repo/id_rsa":                "KEY",
-		"repo/.git/config":           "[remote]",
-		"repo/x.pem":                 "PEM",
-		"repo/credentials-prod.json": "{}",
+		"repo/id_rsa":                "SECRET",
+		"repo/.git/config":           "SECRET",
+		"repo/x.pem":                 "SECRET",
+		"repo/credentials-prod.json": "SECRET",
 	})
-	wsSymlink(t, "../outside/secret.txt", filepath.Join(repo, "link_out_file"))
-	wsSymlink(t, "../outside", filepath.Join(repo, "link_out_dir"))
-	wsSymlink(t, "/etc/passwd", filepath.Join(repo, "link_abs"))
-	wsSymlink(t, "/dev/null", filepath.Join(repo, "devnull"))
-	wsSymlink(t, "sub/b.txt", filepath.Join(repo, "link_in"))
-	wsSymlink(t, "sub", filepath.Join(repo, "link_sub"))
-	wsSymlink(t, ".env", filepath.Join(repo, "notes.txt"))
-	wsSymlink(t, ".git", filepath.Join(repo, "gitdir"))
-	wsSymlink(t, "../a.txt", filepath.Join(repo, "sub/up"))
-	wsSymlink(t, "loop2", filepath.Join(repo, "loop1"))
-	wsSymlink(t, "loop1", filepath.Join(repo, "loop2"))
+	for link, target := range map[string]string{
+		"link_out_file": "../outside/secret.txt",
+		"link_out_dir":  "../outside",
+		"link_abs":      "/etc/passwd",
+		"devnull":       "/dev/null",
+		"link_in":       "sub/b.txt",
+		"link_sub":      "sub",
+		"notes.txt":     ".env",
+		"gitdir":        ".git",
+		"sub/up":        "../a.txt",
+		"loop1":         "loop2",
+		"loop2":         "loop1",
+	} {
+		wsSymlink(t, target, filepath.Join(repo, link))
+	}
 	if err := syscall.Mkfifo(filepath.Join(repo, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
