@@ -142,15 +142,32 @@ func patternIn(b *strings.Builder, pattern, dir string) bool {
 	return true
 }
 
-// lineRange appends ":first-last" for a page given as an offset (1-based,
-// 0 taken for 1) and a count of lines, ":offset-" for an offset alone.
-func lineRange(b *strings.Builder, offset int64, hasOffset bool, count int64, hasCount bool) {
+// describeFile is the short form of a call about one path: the path, then
+// what lines gives of the lines asked for (lines may be nil), then the
+// other arguments as key=value pairs. Without a path, lines is not asked,
+// so its keys show as pairs too.
+func describeFile(input json.RawMessage, lines func(argsForm) string) string {
+	f, _ := parseArgsForm(input)
+	var b strings.Builder
+	if p := f.str("path"); p != "" {
+		b.WriteString(p)
+		if lines != nil {
+			b.WriteString(lines(f))
+		}
+	}
+	return f.rest(&b)
+}
+
+// pageRange is ":first-last" for a page given as an offset (1-based, 0
+// taken for 1) and a count of lines, ":offset-" for an offset alone.
+func pageRange(offset int64, hasOffset bool, count int64, hasCount bool) string {
 	if hasCount && count > 0 {
 		first := max(offset, 1)
-		fmt.Fprintf(b, ":%d-%d", first, first+count-1)
+		return fmt.Sprintf(":%d-%d", first, first+count-1)
 	} else if hasOffset {
-		fmt.Fprintf(b, ":%d-", offset)
+		return fmt.Sprintf(":%d-", offset)
 	}
+	return ""
 }
 
 // Argument keys the generic form recognises, most specific first. Tools
@@ -179,7 +196,7 @@ func genericArgs(toolName string, input json.RawMessage) string {
 	if path != "" && pattern == "" {
 		offset, hasOffset := f.num("offset", "start_line", "line")
 		if limit, ok := f.num("limit"); ok && limit > 0 {
-			lineRange(&b, offset, hasOffset, limit, true)
+			b.WriteString(pageRange(offset, hasOffset, limit, true))
 		} else if end, ok := f.num("end_line"); ok {
 			fmt.Fprintf(&b, ":%d-%d", max(offset, 1), end)
 		} else if hasOffset {

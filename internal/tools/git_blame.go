@@ -53,22 +53,19 @@ func NewGitBlame(ws *Workspace, opts Options) *GitBlame {
 // Describe implements Describer: "lexer.go:3-9", "lexer.go:3-" for a start
 // alone, then the commit, "lexer.go commit=HEAD~3".
 func (g *GitBlame) Describe(input json.RawMessage) string {
-	f, _ := parseArgsForm(input)
-	var b strings.Builder
-	if p := f.str("path"); p != "" {
-		b.WriteString(p)
+	return describeFile(input, func(f argsForm) string {
 		start, hasStart := f.num("start")
 		end, hasEnd := f.num("end")
 		switch {
 		case hasStart && hasEnd:
-			fmt.Fprintf(&b, ":%d-%d", start, end)
+			return fmt.Sprintf(":%d-%d", start, end)
 		case hasStart:
-			fmt.Fprintf(&b, ":%d-", start)
+			return fmt.Sprintf(":%d-", start)
 		case hasEnd:
-			fmt.Fprintf(&b, ":1-%d", end)
+			return fmt.Sprintf(":1-%d", end)
 		}
-	}
-	return f.rest(&b)
+		return ""
+	})
 }
 
 var gitBlameSchema = json.RawMessage(`{

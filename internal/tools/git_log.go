@@ -48,16 +48,7 @@ func NewGitLog(ws *Workspace, opts Options) *GitLog {
 // Describe implements Describer: the path, then the filters given,
 // "lexer.go author=bob since=2024-02-01".
 func (l *GitLog) Describe(input json.RawMessage) string {
-	return pathThenRest(input)
-}
-
-// pathThenRest is the short form of a git tool that takes a path and
-// options: the path, then the others as key=value pairs.
-func pathThenRest(input json.RawMessage) string {
-	f, _ := parseArgsForm(input)
-	var b strings.Builder
-	b.WriteString(f.str("path"))
-	return f.rest(&b)
+	return describeFile(input, nil)
 }
 
 var gitLogSchema = json.RawMessage(`{

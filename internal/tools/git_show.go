@@ -54,7 +54,7 @@ func NewGitShow(ws *Workspace, opts Options) *GitShow {
 // Describe implements Describer: "commit=HEAD~1", "lexer.go
 // commit=1a2b3c4d".
 func (s *GitShow) Describe(input json.RawMessage) string {
-	return pathThenRest(input)
+	return describeFile(input, nil)
 }
 
 var gitShowSchema = json.RawMessage(`{

@@ -54,15 +54,11 @@ func NewReadFile(ws *Workspace, _ Options) *ReadFile { return &ReadFile{ws: ws} 
 // Describe implements Describer: "a.go", "a.go:10-80" for offset 10 and
 // limit 71, "a.go:10-" for an offset alone.
 func (r *ReadFile) Describe(input json.RawMessage) string {
-	f, _ := parseArgsForm(input)
-	var b strings.Builder
-	if p := f.str("path"); p != "" {
-		b.WriteString(p)
+	return describeFile(input, func(f argsForm) string {
 		offset, hasOffset := f.num("offset")
 		limit, hasLimit := f.num("limit")
-		lineRange(&b, offset, hasOffset, limit, hasLimit)
-	}
-	return f.rest(&b)
+		return pageRange(offset, hasOffset, limit, hasLimit)
+	})
 }
 
 func (r *ReadFile) Definition() Definition {

@@ -33,38 +33,12 @@ func checkRefs(t *testing.T, ws *Workspace, cases []refCase) {
 	}
 }
 
-// shownLinesOf is how a reader of read_file's text alone has to work out
-// what it showed: the first and last "N\t" line, when the arguments or the
-// continuation hint say it is a page. read_file's refs must agree with it
-// wherever the file's own lines do not fool it.
-func shownLinesOf(args readFileArgs, out string) (first, last int) {
-	if args.Offset <= 1 && args.Limit <= 0 && !strings.Contains(out, "; continue with offset=") {
-		return 0, 0
-	}
-	for line := range strings.SplitSeq(out, "\n") {
-		num, _, ok := strings.Cut(line, "\t")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(num)
-		if err != nil || n <= 0 {
-			continue
-		}
-		if first == 0 {
-			first = n
-		}
-		last = n
-	}
-	return first, last
-}
-
 func TestReadFileRefs(t *testing.T) {
-	dir := t.TempDir()
 	var long strings.Builder
 	for i := 1; i <= 2500; i++ {
 		long.WriteString("line " + strconv.Itoa(i) + "\n")
 	}
-	wsWriteFiles(t, dir, map[string]string{
+	ws := wsOf(t, map[string]string{
 		"pay/retry.go": "package pay\n\nfunc Retry() {}\n",
 		"twelve.txt":   strings.Repeat("x\n", 12),
 		"big.go":       long.String(),
@@ -72,8 +46,9 @@ func TestReadFileRefs(t *testing.T) {
 		// A file that quotes the continuation hint is still shown whole.
 		"hint.txt": "a\nb; continue with offset=3]\nc\n",
 	})
-	ws := wsNew(t, dir, WorkspaceOptions{})
-	cases := []refCase{
+	// The cases of the links the Slack side made from the arguments and
+	// the text, and the ones the text alone could not tell.
+	checkRefs(t, ws, []refCase{
 		{name: "whole file", tool: ReadFileName, args: `{"path":"pay/retry.go"}`, want: []Ref{{Path: "pay/retry.go"}}},
 		{name: "a slice", tool: ReadFileName, args: `{"path":"./twelve.txt","offset":10,"limit":50}`, want: []Ref{{Path: "twelve.txt", Start: 10, End: 12}}},
 		{name: "a limit from the top", tool: ReadFileName, args: `{"path":"twelve.txt","limit":3}`, want: []Ref{{Path: "twelve.txt", Start: 1, End: 3}}},
@@ -85,23 +60,7 @@ func TestReadFileRefs(t *testing.T) {
 		{name: "failed read", tool: ReadFileName, args: `{"path":"nope.go"}`},
 		{name: "path outside", tool: ReadFileName, args: `{"path":"../x"}`},
 		{name: "offset past the end", tool: ReadFileName, args: `{"path":"twelve.txt","offset":13}`},
-	}
-	checkRefs(t, ws, cases)
-
-	// Where the text does not quote the hint, the refs are what the text
-	// says it showed.
-	for _, tc := range cases {
-		if tc.name == "hint quoted in the file" || len(tc.want) == 0 {
-			continue
-		}
-		reg := NewRegistryWith(RegistryOptions{OutputLimit: tc.limit}, NewReadFile(ws, Options{}))
-		res := reg.Run(t.Context(), Call{Name: ReadFileName, Input: json.RawMessage(tc.args)})
-		args, _ := ParseArgs[readFileArgs](json.RawMessage(tc.args))
-		first, last := shownLinesOf(args, res.Content)
-		if got := res.Refs[0]; got.Start != first || got.End != last {
-			t.Errorf("%s: ref lines %d-%d, the text shows %d-%d", tc.name, got.Start, got.End, first, last)
-		}
-	}
+	})
 }
 
 // shownOf is how many lines read_file shows of args under limit.
@@ -138,13 +97,11 @@ func TestGitToolRefs(t *testing.T) {
 }
 
 func TestListSearchGlobRefs(t *testing.T) {
-	dir := t.TempDir()
-	wsWriteFiles(t, dir, map[string]string{
+	ws := wsOf(t, map[string]string{
 		"pay/retry.go":  "package pay\n\n// Retry retries.\nfunc Retry() {}\n",
 		"pay/ledger.go": "package pay\n\nfunc Post() { Retry() }\nfunc Undo() { Retry() }\n",
 		"README.md":     "nothing here\n",
 	})
-	ws := wsNew(t, dir, WorkspaceOptions{})
 	checkRefs(t, ws, []refCase{
 		{name: "list the root", tool: ListFilesName, args: `{}`, want: []Ref{{Path: ".", Dir: true}}},
 		{name: "list a directory", tool: ListFilesName, args: `{"path":"./pay/","recursive":true}`, want: []Ref{{Path: "pay", Dir: true}}},

@@ -79,3 +79,11 @@ func toolInput(t testing.TB, args any) json.RawMessage {
 	}
 	return in
 }
+
+// wsOf is a workspace over a new directory that holds files.
+func wsOf(t testing.TB, files map[string]string) *Workspace {
+	t.Helper()
+	dir := t.TempDir()
+	wsWriteFiles(t, dir, files)
+	return wsNew(t, dir, WorkspaceOptions{})
+}
