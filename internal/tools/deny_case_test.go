@@ -69,12 +69,10 @@ func TestDenyIgnoresCase(t *testing.T) {
 // asks every tool for them: none may be opened, listed, globbed, searched,
 // or reach a pickaxe.
 func TestDenyCaseEveryTool(t *testing.T) {
-	dir := t.TempDir()
-	histGit(t, dir, nil, "init", "-q")
-	histCommits(t, dir, []histCommit{{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add files", write: map[string]string{
+	dir := newHist(t, []histCommit{{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add files", write: map[string]string{
 		".ENV": "TOKEN=upper-env-secret\n", "keys/ID_RSA": "upper-rsa-secret\n", "certs/Server.PEM": "upper-pem-secret\n",
 		"main.go": "package main\n",
-	}}})
+	}}}).dir
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	for _, p := range []string{".ENV", ".env", "keys/ID_RSA", "keys/id_rsa", "certs/Server.PEM", "CERTS/SERVER.PEM"} {
 		if _, _, err := ws.Open(p); !errors.Is(err, ErrDenied) {

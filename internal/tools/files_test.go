@@ -33,9 +33,7 @@ func filesGit(t *testing.T, dir, stdin string, args ...string) string {
 // say whether a file is on disk: the listing comes from one git call with
 // no stat per file, so each of these relies on what git reports.
 func TestFilesGitIndexStates(t *testing.T) {
-	dir := t.TempDir()
-	wsGit(t, dir, "init", "-q")
-	wsWriteFiles(t, dir, map[string]string{
+	dir := wsGitDir(t, map[string]string{
 		"kept.go":         "package main\n",
 		"deleted.go":      "package main\n",
 		"sparse-gone.txt": "skip-worktree, removed from disk\n",

@@ -112,14 +112,12 @@ func TestGitLogPickaxeNeverSearchesSecrets(t *testing.T) {
 // content, so it is a hit on the secret too; a later hit in the file's own
 // content is kept.
 func TestGitLogFollowDropsSecretOnlyHits(t *testing.T) {
-	dir := t.TempDir()
-	histGit(t, dir, nil, "init", "-q")
-	histCommits(t, dir, []histCommit{
+	dir := newHist(t, []histCommit{
 		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add env", write: map[string]string{".env": "TOKEN=opensesame\n"}},
 		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "Move env to example", rename: [2]string{".env", "settings.conf"}},
 		{who: alice, date: "2024-01-12T10:00:00+00:00", msg: "Blank the token", write: map[string]string{"settings.conf": "TOKEN=\n"}},
 		{who: alice, date: "2024-01-13T10:00:00+00:00", msg: "Document the token", write: map[string]string{"settings.conf": "TOKEN=\n# not opensesame\n"}},
-	})
+	}).dir
 	gitLog, _, _ := gitTools(t, dir, GitOptions{})
 	got, err := runGitTool(t, gitLog, map[string]any{"pickaxe": "opensesame", "path": "settings.conf"})
 	if err != nil {

@@ -83,9 +83,7 @@ func bigTable() string {
 //	Add generated table       (Alice, 2024-03-10) table.txt (1000 lines)
 func histFixture(t testing.TB) histRepo {
 	t.Helper()
-	dir := t.TempDir()
-	histGit(t, dir, nil, "init", "-q")
-	return histRepo{dir: dir, sha: histCommits(t, dir, []histCommit{
+	return newHist(t, []histCommit{
 		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add parser", write: map[string]string{
 			"parser.go": parserV1, "README.md": "# lexer\n", "config/app.yaml": "port: 8080\n"}},
 		{who: bob, date: "2024-01-20T10:00:00+00:00", msg: "Add settings", write: map[string]string{
@@ -96,7 +94,7 @@ func histFixture(t testing.TB) histRepo {
 			write: map[string]string{"lexer.go": strings.Replace(parserV1, "\tvar out []string\n", "\tif emptyInputGuard(src) {\n\t\treturn nil\n\t}\n\tvar out []string\n", 1),
 				"notes.txt": "remember the guard\n"}},
 		{who: alice, date: "2024-03-10T10:00:00+00:00", msg: "Add generated table", write: map[string]string{"table.txt": bigTable()}},
-	})}
+	})
 }
 
 // Contents of secretRenameFixture. envSecret and stagingSecret hold the
@@ -133,9 +131,7 @@ var (
 // config/template.txt with config/.env.dev.
 func secretRenameFixture(t testing.TB) histRepo {
 	t.Helper()
-	dir := t.TempDir()
-	histGit(t, dir, nil, "init", "-q")
-	return histRepo{dir: dir, sha: histCommits(t, dir, []histCommit{
+	return newHist(t, []histCommit{
 		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add env", write: map[string]string{
 			"config/.env": envSecret, "config/.env.staging": stagingSecret, "config/.env.prod": "PW=prod-one\n",
 			"config/app.yaml": "port: 8080\nhost: localhost\n", "notes/draft.txt": draftNotes, "config/template.txt": templateText}},
@@ -149,7 +145,15 @@ func secretRenameFixture(t testing.TB) histRepo {
 		{who: carol, date: "2024-01-15T10:00:00+00:00", msg: "Move template out", remove: []string{"config/template.txt"},
 			write: map[string]string{"other/template.txt": templateText, "config/.env.dev": devSecret}},
 		{who: carol, date: "2024-01-16T10:00:00+00:00", msg: "Rotate prod password", write: map[string]string{"config/.env.prod": "PW=prod-two\n"}},
-	})}
+	})
+}
+
+// newHist is a new repository with commits.
+func newHist(t testing.TB, commits []histCommit) histRepo {
+	t.Helper()
+	dir := t.TempDir()
+	histGit(t, dir, nil, "init", "-q")
+	return histRepo{dir: dir, sha: histCommits(t, dir, commits)}
 }
 
 // histCommits makes the commits in order and returns subject -> sha.
@@ -279,14 +283,12 @@ func TestGitOptionInjectionRefused(t *testing.T) {
 // repository's config can name and checks that git really would run them
 // without the tools' overrides, then that the tools run none.
 func TestGitRepoConfigNeverRunsPrograms(t *testing.T) {
-	dir := t.TempDir()
 	marks := t.TempDir()
-	histGit(t, dir, nil, "init", "-q")
-	histCommits(t, dir, []histCommit{
+	dir := newHist(t, []histCommit{
 		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "Add notes", write: map[string]string{
 			".gitattributes": "*.txt diff=evil filter=evil\n", "notes.txt": "one\ntwo\n", "main.go": "package main\n"}},
 		{who: bob, date: "2024-01-11T10:00:00+00:00", msg: "Edit notes", write: map[string]string{"notes.txt": "one\nthree\n", "main.go": "package main\n\nfunc main() {}\n"}},
-	})
+	}).dir
 	// A signed commit on top, so log.showSignature has a signature to
 	// verify with gpg.program.
 	tree := strings.TrimSpace(histGit(t, dir, nil, "rev-parse", "HEAD^{tree}"))

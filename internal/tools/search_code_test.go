@@ -20,8 +20,7 @@ import (
 // right: ignored, secret, binary and huge files next to ordinary code.
 func searchFixture(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	wsWriteFiles(t, dir, map[string]string{
+	return wsGitDir(t, map[string]string{
 		"main.go": "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hello\")\n\terr := lib.NewParseError(\"x\")\n\t_ = err\n}\n",
 		"lib/util.go": "package lib\n\n// ParseError reports a bad input.\ntype ParseError struct{}\n\n" +
 			"func NewParseError(s string) error { return nil }\n",
@@ -34,8 +33,6 @@ func searchFixture(t *testing.T) string {
 		"big/huge.txt":     "NewParseError\n" + strings.Repeat("x", DefaultSearchMaxFileSize),
 		".gitignore":       "build/\n*.log\n",
 	})
-	wsGit(t, dir, "init", "-q")
-	return dir
 }
 
 func runSearch(t *testing.T, s *SearchCode, args any) (string, error) {

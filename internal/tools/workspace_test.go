@@ -42,6 +42,15 @@ func wsGit(t testing.TB, dir string, args ...string) {
 	gitexectest.Git(t, dir, args...)
 }
 
+// wsGitDir is a new git work tree holding files, none of them committed.
+func wsGitDir(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	wsGit(t, dir, "init", "-q")
+	wsWriteFiles(t, dir, files)
+	return dir
+}
+
 func wsNew(t testing.TB, dir string, opts WorkspaceOptions) *Workspace {
 	t.Helper()
 	w, err := NewWorkspace(dir, opts)
@@ -280,9 +289,7 @@ func TestNewWorkspaceErrors(t *testing.T) {
 
 // gitFixture builds a repository exercising the ignore rules git applies.
 func gitFixture(t *testing.T) string {
-	dir := t.TempDir()
-	wsGit(t, dir, "init", "-q")
-	wsWriteFiles(t, dir, map[string]string{
+	dir := wsGitDir(t, map[string]string{
 		".gitignore":       "*.log\n!keep.log\nbuild/\n/rootonly.txt\n",
 		"main.go":          "package main\n",
 		"keep.log":         "kept by negation\n",
