@@ -2,14 +2,12 @@ package tools
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 )
 
 func TestGlob(t *testing.T) {
-	dir := t.TempDir()
-	files := map[string]string{
+	tool := NewGlob(wsOf(t, withNumbered(map[string]string{
 		"main.go":               "",
 		"cmd/bot/main.go":       "",
 		"cmd/cli/main.go":       "",
@@ -20,12 +18,7 @@ func TestGlob(t *testing.T) {
 		"deploy/Dockerfile.dev": "",
 		"web/app.ts":            "",
 		"certs/server.pem":      "",
-	}
-	for i := range 150 {
-		files[fmt.Sprintf("data/d%03d.json", i)] = ""
-	}
-	wsWriteFiles(t, dir, files)
-	tool := NewGlob(wsNew(t, dir, WorkspaceOptions{}), Options{})
+	}, "data/d%03d.json", 150)), Options{})
 	checkTool(t, tool, []toolCase{
 		{name: "name pattern matches at any depth", args: `{"pattern":"*_test.go"}`,
 			want: "2 files match \"*_test.go\"\ninternal/a/a_test.go\ninternal/b/b_test.go\n", summary: "2 files"},

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,15 +42,11 @@ func TestListFiles(t *testing.T) {
 
 func TestListFilesWalkerSkipsAndCaps(t *testing.T) {
 	dir := t.TempDir()
-	files := map[string]string{
+	wsWriteFiles(t, dir, withNumbered(map[string]string{
 		"node_modules/left-pad/index.js": "",
 		"target/debug/app":               "",
 		"README.md":                      "",
-	}
-	for i := range 600 {
-		files[fmt.Sprintf("gen/f%03d.txt", i)] = ""
-	}
-	wsWriteFiles(t, dir, files)
+	}, "gen/f%03d.txt", 600))
 	t.Setenv("GIT_CEILING_DIRECTORIES", filepath.Dir(dir))
 	tool := NewListFiles(wsNew(t, dir, WorkspaceOptions{}), Options{})
 

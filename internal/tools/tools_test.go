@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -86,4 +87,13 @@ func wsOf(t testing.TB, files map[string]string) *Workspace {
 	dir := t.TempDir()
 	wsWriteFiles(t, dir, files)
 	return wsNew(t, dir, WorkspaceOptions{})
+}
+
+// withNumbered adds n empty files to files, named by format from the
+// numbers 0 to n-1, for tests of what a tool does with many.
+func withNumbered(files map[string]string, format string, n int) map[string]string {
+	for i := range n {
+		files[fmt.Sprintf(format, i)] = ""
+	}
+	return files
 }
