@@ -1,10 +1,12 @@
 // Package tools holds the read-only tools the model uses to look at a
-// checkout, the registry that hands their definitions to the model and runs
-// calls by name, and the Workspace that confines every file access to the
-// checkout.
+// checkout, the registry that hands their definitions to the model, runs
+// calls by name and gives their short forms and what they read for people,
+// and the Workspace that confines every file access to the checkout.
 //
-// It must not import any other internal package but the leaf gitexec, the one
-// way git is run: the agent adapts these types to the model's.
+// It must not import any other internal package but the leaves gitexec, the
+// one way git is run, and search, the engine behind search_code: the agent
+// adapts these types to the model's, and the front ends read Result.Refs
+// and Registry.Describe rather than a tool's arguments or text.
 package tools
 
 import (
