@@ -229,7 +229,7 @@ func TestPosterPostErrorsCarrySlackError(t *testing.T) {
 // that decodes back to the same blocks.
 func TestPosterPostWireFormat(t *testing.T) {
 	msgs := []render.Outgoing{
-		render.ProgressMessages([]render.CallLine{{Name: "read_file", Args: `{"path":"a & b.go"}`, State: render.CallOK, Summary: "3 lines"}},
+		render.ProgressMessages([]render.CallLine{{Name: "read_file", Brief: `a & b.go`, State: render.CallOK, Summary: "3 lines"}},
 			render.ProgressOptions{StopActionID: "askrepo_stop", StopValue: "turn-1", Status: "Working…"})[0],
 		render.AnswerMessages("# Title\n\n**bold** <!here>\n\n| a | b |\n|---|---|\n| 1 | 2 |", render.Footer{Steps: 1, PromptTokens: 10, CompletionTokens: 2})[0],
 		render.ErrorMessage("It broke.", "r1"),
@@ -315,7 +315,7 @@ func TestPosterUpdate(t *testing.T) {
 			f := newFakeWebAPI(t)
 			f.replies("chat.update", c.replies...)
 			h := &hooks{}
-			m := render.ProgressMessages([]render.CallLine{{Name: "read_file", Args: `{"path":"a"}`, State: render.CallOK}}, render.ProgressOptions{})[0]
+			m := render.ProgressMessages([]render.CallLine{{Name: "read_file", Brief: `a`, State: render.CallOK}}, render.ProgressOptions{})[0]
 			err := testPoster(t, f, h).Update(t.Context(), "C1", "1700000000.000001", m)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("Update() error = %v, want error: %v", err, c.wantErr)

@@ -63,7 +63,7 @@ func (p *progress) ToolStarted(c turn.Call) {
 	p.mu.Lock()
 	p.timeStepLocked()
 	p.byID[c.ID] = len(p.lines)
-	p.lines = append(p.lines, render.CallLine{Name: c.Name, Args: c.Args, State: render.CallRunning})
+	p.lines = append(p.lines, render.CallLine{Name: c.Name, Brief: c.Brief, State: render.CallRunning})
 	p.mu.Unlock()
 	p.poke()
 }

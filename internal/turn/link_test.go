@@ -1,7 +1,6 @@
 package turn
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/askrepo/askrepo/internal/cite"
@@ -9,43 +8,37 @@ import (
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
-// TestCallLink covers which context lines link their file, and to which
-// lines: the lines read_file showed, the range git_blame blamed, the
-// directory list_files listed; nothing for failed calls, other tools, or
-// a blame of another commit.
+// TestCallLink covers which context lines link what their call read, and
+// to which lines: the one place a call read at the lease's commit; nothing
+// for a failed call, a call that read several places or none, or one that
+// read another commit.
 func TestCallLink(t *testing.T) {
 	const sha = "0123456789abcdef0123456789abcdef01234567"
 	base := "https://github.com/acme/pay/blob/" + sha + "/"
 	lease := &repos.Lease{Commit: sha, Web: cite.Web{Base: "https://github.com/acme/pay", Kind: cite.KindGitHub}}
 	for _, tc := range []struct {
-		name    string
-		tool    string
-		args    any
-		content string
-		failed  bool
-		want    string
+		name   string
+		refs   []tools.Ref
+		failed bool
+		want   string
 	}{
-		{"whole file", tools.ReadFileName, map[string]any{"path": "pay/retry.go"}, "1\tpackage pay\n2\t\n3\tfunc Retry() {}\n", false, base + "pay/retry.go"},
-		{"a slice", tools.ReadFileName, map[string]any{"path": "./pay/retry.go", "offset": 10, "limit": 50}, "10\tx\n11\ty\n12\tz\n", false, base + "pay/retry.go#L10-L12"},
-		{"first page of a long file", tools.ReadFileName, map[string]any{"path": "big.go"}, "1\ta\n2\tb\n[lines 1–2 of 9000; continue with offset=3]\n", false, base + "big.go#L1-L2"},
-		{"failed read", tools.ReadFileName, map[string]any{"path": "nope.go"}, "no such file", true, ""},
-		{"blame range", tools.GitBlameName, map[string]any{"path": "pay/retry.go", "start": 3, "end": 9}, "", false, base + "pay/retry.go#L3-L9"},
-		{"blame of the turn's commit", tools.GitBlameName, map[string]any{"path": "a.go", "commit": sha[:8]}, "", false, base + "a.go"},
-		{"blame of another commit", tools.GitBlameName, map[string]any{"path": "a.go", "commit": "HEAD~3"}, "", false, ""},
-		{"directory", tools.ListFilesName, map[string]any{"path": "pay"}, "", false, "https://github.com/acme/pay/tree/" + sha + "/pay"},
-		{"search names no one file", tools.SearchCodeName, map[string]any{"pattern": "Retry"}, "", false, ""},
-		{"path outside", tools.ReadFileName, map[string]any{"path": "../x"}, "1\tx\n", false, ""},
+		{"whole file", []tools.Ref{{Path: "pay/retry.go"}}, false, base + "pay/retry.go"},
+		{"lines", []tools.Ref{{Path: "pay/retry.go", Start: 10, End: 12}}, false, base + "pay/retry.go#L10-L12"},
+		{"the lease's commit", []tools.Ref{{Path: "a.go", Start: 3, End: 9, Commit: sha}}, false, base + "a.go#L3-L9"},
+		{"another commit", []tools.Ref{{Path: "a.go", Start: 3, End: 9, Commit: "fedcba9876543210fedcba9876543210fedcba98"}}, false, ""},
+		{"directory", []tools.Ref{{Path: "pay", Dir: true}}, false, "https://github.com/acme/pay/tree/" + sha + "/pay"},
+		{"several places", []tools.Ref{{Path: "a.go", Start: 1, End: 1}, {Path: "b.go", Start: 2, End: 2}}, false, ""},
+		{"nothing read", nil, false, ""},
+		{"failed", []tools.Ref{{Path: "a.go"}}, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, _ := json.Marshal(tc.args)
-			got := link(t.Context(), lease, tools.Call{Name: tc.tool, Input: in}, tools.Result{Content: tc.content, IsError: tc.failed})
-			if got != tc.want {
+			if got := link(t.Context(), lease, tools.Result{Refs: tc.refs, IsError: tc.failed}); got != tc.want {
 				t.Errorf("link = %q\nwant   %q", got, tc.want)
 			}
 		})
 	}
 	noWeb := &repos.Lease{Commit: sha}
-	if got := link(t.Context(), noWeb, tools.Call{Name: tools.ReadFileName, Input: json.RawMessage(`{"path":"a.go"}`)}, tools.Result{}); got != "" {
+	if got := link(t.Context(), noWeb, tools.Result{Refs: []tools.Ref{{Path: "a.go"}}}); got != "" {
 		t.Errorf("without a web view, link = %q, want none", got)
 	}
 }

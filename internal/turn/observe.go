@@ -31,8 +31,10 @@ type Call struct {
 	ID   string
 	Name string
 	// Args are the call's arguments as the model wrote them (JSON, but the
-	// model may write anything).
+	// model may write anything); Brief is their short form, as the tool
+	// gives it ("internal/pay/limit.go:10-80"), on one line.
 	Args    string
+	Brief   string
 	Summary string
 	Failed  bool
 	Took    time.Duration
@@ -59,6 +61,8 @@ type recorder struct {
 	// system and specs are what every request sends before the history.
 	system llm.Message
 	specs  []llm.ToolSpec
+	// tools are the turn's; they describe a call in short, when they can.
+	tools agent.Toolbox
 	// sent is the history the next request sends (as the store has it,
 	// without the system prompt); StepDone extends it. Only the loop's
 	// goroutine touches it, in StepDone.
@@ -73,26 +77,36 @@ type recorder struct {
 
 var _ agent.Observer = (*recorder)(nil)
 
-func (r *Runner) newRecorder(ctx context.Context, cancel context.CancelCauseFunc, req Request, a *agent.Agent, sent []llm.Message) *recorder {
+func (r *Runner) newRecorder(ctx context.Context, cancel context.CancelCauseFunc, req Request, a loop, sent []llm.Message) *recorder {
 	system, specs := a.Prefix()
 	if req.Observer == nil {
 		req.Observer = nopObserver{}
 	}
-	return &recorder{r: r, req: req, ctx: ctx, cancel: cancel, system: system, specs: specs, sent: sent}
+	return &recorder{r: r, req: req, ctx: ctx, cancel: cancel, system: system, specs: specs, sent: sent, tools: a.tools}
 }
 
 func (o *recorder) ToolStarted(step int, call tools.Call) {
 	o.mu.Lock()
 	o.toolCalls++
 	o.mu.Unlock()
-	o.req.Observer.ToolStarted(Call{Step: step, ID: call.ID, Name: call.Name, Args: string(call.Input)})
+	o.req.Observer.ToolStarted(Call{Step: step, ID: call.ID, Name: call.Name, Args: string(call.Input), Brief: o.describe(call)})
+}
+
+// describe is the short form of call's arguments: the tool's own (see
+// tools.Describer) when the toolbox gives one, else the arguments as
+// written.
+func (o *recorder) describe(call tools.Call) string {
+	if d, ok := o.tools.(interface{ Describe(tools.Call) string }); ok {
+		return d.Describe(call)
+	}
+	return string(call.Input)
 }
 
 func (o *recorder) ToolDone(step int, call tools.Call, res tools.Result, took time.Duration) {
 	o.req.Observer.ToolDone(Call{
-		Step: step, ID: call.ID, Name: call.Name, Args: string(call.Input),
+		Step: step, ID: call.ID, Name: call.Name, Args: string(call.Input), Brief: o.describe(call),
 		Summary: res.Summary, Failed: res.IsError, Took: took,
-		Link: link(o.ctx, o.req.Lease, call, res),
+		Link: link(o.ctx, o.req.Lease, res),
 	})
 }
 

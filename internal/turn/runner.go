@@ -190,7 +190,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	sess := req.Session.Session
 	user := llm.Message{Role: llm.RoleUser, Content: r.questionText(req)}
-	history, compacted := r.compactHistory(ctx, req, a, sess.History, user)
+	history, compacted := r.compactHistory(ctx, req, a.Agent, sess.History, user)
 	res := Result{Compacted: compacted}
 	t := session.Turn{
 		ID:       req.TurnID,
@@ -236,7 +236,7 @@ func (r *Runner) questionText(req Request) string {
 // run runs the agent with an observer that persists every step, and checks
 // the answer's citations. sent is the history the first request sends
 // (without the system prompt), for calibrating the estimator.
-func (r *Runner) run(ctx context.Context, req Request, a *agent.Agent, res Result, sent []llm.Message,
+func (r *Runner) run(ctx context.Context, req Request, a loop, res Result, sent []llm.Message,
 	loop func(context.Context, agent.Observer) (agent.Turn, error)) (Result, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -273,14 +273,20 @@ func (r *Runner) setCommit(ctx context.Context, req Request, commit string) {
 	}
 }
 
+// loop is the agent of one turn and the tools it runs.
+type loop struct {
+	*agent.Agent
+	tools agent.Toolbox
+}
+
 // newAgent builds the loop over the lease's workspace. Agents are cheap;
 // every turn gets its own over the commit it leased.
-func (r *Runner) newAgent(req Request) (*agent.Agent, error) {
+func (r *Runner) newAgent(req Request) (loop, error) {
 	cfg := r.cfg.Agent
 	cfg.Tools = r.cfg.Tools(req.Lease.Workspace)
 	a, err := agent.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("build the agent over %s: %w", req.Repo, err)
+		return loop{}, fmt.Errorf("build the agent over %s: %w", req.Repo, err)
 	}
 	r.namesOnce.Do(func() {
 		_, specs := a.Prefix()
@@ -290,7 +296,7 @@ func (r *Runner) newAgent(req Request) (*agent.Agent, error) {
 		}
 		r.names.Store(&names)
 	})
-	return a, nil
+	return loop{Agent: a, tools: cfg.Tools}, nil
 }
 
 func orDiscard(l *slog.Logger) *slog.Logger {

@@ -19,7 +19,7 @@ const (
 // CallLine is one tool call as shown in the thread.
 type CallLine struct {
 	Name    string    // tool name
-	Args    string    // raw JSON arguments from the model (may be invalid JSON)
+	Brief   string    // the call's arguments in short, as its tool gives them ("README.md:40-80")
 	State   CallState // running, done or failed
 	Summary string    // one-line result summary from the tool ("120 lines", "outside the workspace")
 	URL     string    // optional link for the file the call names; empty = no link
@@ -135,7 +135,7 @@ func callText(l CallLine) string {
 	b.WriteString("⏺ *")
 	b.WriteString(mrkdwnEscaper.Replace(clipText(oneLine(strings.ReplaceAll(l.Name, "*", "")), maxToolChars)))
 	b.WriteString("*")
-	if args := CompactArgs(l.Name, l.Args); args != "" {
+	if args := clipText(oneLine(l.Brief), maxArgsChars); args != "" {
 		b.WriteString("  ")
 		if l.URL != "" {
 			// A code span inside a link does not render as a link, so a

@@ -98,26 +98,26 @@ func readInput(t testing.TB, name string) string {
 func TestGolden(t *testing.T) {
 	stop := ProgressOptions{StopActionID: "askrepo_stop", StopValue: "turn-42", Status: "Working…"}
 	eleven := []CallLine{
-		{Name: "list_files", Args: `{}`, State: CallOK, Summary: "23 entries"},
-		{Name: "read_file", Args: `{"path":"README.md"}`, State: CallOK, Summary: "120 lines"},
-		{Name: "read_file", Args: `{"path":"go.mod"}`, State: CallOK, Summary: "14 lines"},
-		{Name: "list_files", Args: `{"path":"internal","recursive":true}`, State: CallOK, Summary: "61 entries"},
-		{Name: "search_code", Args: `{"pattern":"retry","path":"internal/","include":"*.go"}`, State: CallOK, Summary: "17 matches in 5 files"},
-		{Name: "search_code", Args: `{"pattern":"Backoff","ignore_case":true}`, State: CallOK, Summary: "4 matches"},
-		{Name: "read_file", Args: `{"path":"internal/retry/retry.go","offset":40,"limit":41}`, State: CallOK, Summary: "41 lines", URL: "https://github.com/acme/app/blob/abc1234/internal/retry/retry.go#L40-L80"},
-		{Name: "read_file", Args: `{"path":"internal/retry/retry_test.go"}`, State: CallRunning},
-		{Name: "glob", Args: `{"pattern":"**/*_test.go","path":"internal"}`, State: CallRunning},
-		{Name: "read_file", Args: `{"path":"../../etc/passwd"}`, State: CallFailed, Summary: "outside the workspace"},
-		{Name: "read_file", Args: `{"path": "docs/`, State: CallFailed, Summary: "arguments are not valid JSON"},
+		{Name: "list_files", Brief: `.`, State: CallOK, Summary: "23 entries"},
+		{Name: "read_file", Brief: `README.md`, State: CallOK, Summary: "120 lines"},
+		{Name: "read_file", Brief: `go.mod`, State: CallOK, Summary: "14 lines"},
+		{Name: "list_files", Brief: `internal (recursive)`, State: CallOK, Summary: "61 entries"},
+		{Name: "search_code", Brief: `"retry" in internal/ (*.go)`, State: CallOK, Summary: "17 matches in 5 files"},
+		{Name: "search_code", Brief: `"Backoff" ignore_case`, State: CallOK, Summary: "4 matches"},
+		{Name: "read_file", Brief: `internal/retry/retry.go:40-80`, State: CallOK, Summary: "41 lines", URL: "https://github.com/acme/app/blob/abc1234/internal/retry/retry.go#L40-L80"},
+		{Name: "read_file", Brief: `internal/retry/retry_test.go`, State: CallRunning},
+		{Name: "glob", Brief: `"**/*_test.go" in internal`, State: CallRunning},
+		{Name: "read_file", Brief: `../../etc/passwd`, State: CallFailed, Summary: "outside the workspace"},
+		{Name: "read_file", Brief: `{"path": "docs/`, State: CallFailed, Summary: "arguments are not valid JSON"},
 	}
 	cases := []struct {
 		name string
 		msgs []Outgoing
 	}{
 		{"progress_few_calls", ProgressMessages([]CallLine{
-			{Name: "read_file", Args: `{"path":"README.md"}`, State: CallOK, Summary: "120 lines"},
-			{Name: "search_code", Args: `{"pattern":"retry","path":"internal/","include":"*.go"}`, State: CallRunning},
-			{Name: "read_file", Args: `{"path":"/etc/passwd"}`, State: CallFailed, Summary: "outside the workspace"},
+			{Name: "read_file", Brief: `README.md`, State: CallOK, Summary: "120 lines"},
+			{Name: "search_code", Brief: `"retry" in internal/ (*.go)`, State: CallRunning},
+			{Name: "read_file", Brief: `/etc/passwd`, State: CallFailed, Summary: "outside the workspace"},
 		}, stop)},
 		{"progress_eleven_calls", ProgressMessages(eleven, stop)},
 		{"progress_done_no_button", ProgressMessages(eleven[:3], ProgressOptions{})},
@@ -143,23 +143,23 @@ func TestCallText(t *testing.T) {
 		line CallLine
 		want string
 	}{
-		{"running", CallLine{Name: "read_file", Args: `{"path":"README.md"}`, State: CallRunning},
+		{"running", CallLine{Name: "read_file", Brief: `README.md`, State: CallRunning},
 			"⏺ *read_file*  `README.md`  ⏳"},
-		{"ok", CallLine{Name: "read_file", Args: `{"path":"README.md"}`, State: CallOK, Summary: "120 lines"},
+		{"ok", CallLine{Name: "read_file", Brief: `README.md`, State: CallOK, Summary: "120 lines"},
 			"⏺ *read_file*  `README.md`  ✓ 120 lines"},
-		{"ok without summary", CallLine{Name: "read_file", Args: `{"path":"a"}`, State: CallOK},
+		{"ok without summary", CallLine{Name: "read_file", Brief: `a`, State: CallOK},
 			"⏺ *read_file*  `a`  ✓"},
-		{"failed", CallLine{Name: "read_file", Args: `{"path":"/etc/passwd"}`, State: CallFailed, Summary: "outside the workspace"},
+		{"failed", CallLine{Name: "read_file", Brief: `/etc/passwd`, State: CallFailed, Summary: "outside the workspace"},
 			"⏺ *read_file*  `/etc/passwd`  ✗ outside the workspace"},
 		{"failed without summary", CallLine{Name: "x", State: CallFailed},
 			"⏺ *x*  ✗ failed"},
-		{"linked", CallLine{Name: "read_file", Args: `{"path":"a.go"}`, State: CallOK, Summary: "3 lines", URL: "https://h/a.go#L1-L3"},
+		{"linked", CallLine{Name: "read_file", Brief: `a.go`, State: CallOK, Summary: "3 lines", URL: "https://h/a.go#L1-L3"},
 			"⏺ *read_file*  <https://h/a.go#L1-L3|a.go>  ✓ 3 lines"},
-		{"backtick in args", CallLine{Name: "search_code", Args: "{\"pattern\":\"`x`\"}", State: CallRunning},
+		{"backtick in args", CallLine{Name: "search_code", Brief: "\"`x`\"", State: CallRunning},
 			"⏺ *search_code*  `\"ˋxˋ\"`  ⏳"},
 		{"a name over lines cannot forge a line", CallLine{Name: "read_file\n⏺ *approve_release*  ✓ approved", State: CallOK, Summary: "3 lines"},
 			"⏺ *read_file ⏺ approve_release ✓ approved*  ✓ 3 lines"},
-		{"mention in summary and args escaped", CallLine{Name: "read_file", Args: `{"path":"<!channel>"}`, State: CallFailed, Summary: "no <@U1> & <!here>\nsecond line"},
+		{"mention in summary and args escaped", CallLine{Name: "read_file", Brief: `<!channel>`, State: CallFailed, Summary: "no <@U1> & <!here>\nsecond line"},
 			"⏺ *read_file*  `&lt;!channel&gt;`  ✗ no &lt;@U1&gt; &amp; &lt;!here&gt; second line"},
 	}
 	for _, c := range cases {
@@ -172,7 +172,7 @@ func TestCallText(t *testing.T) {
 }
 
 func TestCallTextFitsTextObject(t *testing.T) {
-	got := callText(CallLine{Name: strings.Repeat("n", 5000), Args: strings.Repeat("a", 5000), State: CallFailed, Summary: strings.Repeat("é ", 5000)})
+	got := callText(CallLine{Name: strings.Repeat("n", 5000), Brief: strings.Repeat("a", 5000), State: CallFailed, Summary: strings.Repeat("é ", 5000)})
 	if n := textLen(got); n > 500 {
 		t.Errorf("call line is %d characters; name, args and summary should each be clipped", n)
 	}
@@ -181,7 +181,7 @@ func TestCallTextFitsTextObject(t *testing.T) {
 func TestProgressMessagesSplitsAtBlockLimit(t *testing.T) {
 	var lines []CallLine
 	for i := range 120 {
-		lines = append(lines, CallLine{Name: "read_file", Args: fmt.Sprintf(`{"path":"f%03d.go"}`, i), State: CallOK, Summary: "1 line"})
+		lines = append(lines, CallLine{Name: "read_file", Brief: fmt.Sprintf("f%03d.go", i), State: CallOK, Summary: "1 line"})
 	}
 	msgs := ProgressMessages(lines, ProgressOptions{StopActionID: "askrepo_stop", StopValue: "t1", Status: "Working…"})
 	if len(msgs) != 3 {
@@ -240,45 +240,6 @@ func TestProgressMessagesWithoutCalls(t *testing.T) {
 	}
 	if len(msgs[0].Blocks) != 1 || msgs[0].Blocks[0].BlockType() != slack.MBTAction {
 		t.Errorf("blocks = %v, want just the Stop button", msgs[0].Blocks)
-	}
-}
-
-func TestCompactArgs(t *testing.T) {
-	cases := []struct {
-		name, tool, args, want string
-	}{
-		{"path", "read_file", `{"path":"README.md"}`, "README.md"},
-		{"offset and limit", "read_file", `{"path":"README.md","offset":40,"limit":41}`, "README.md:40-80"},
-		{"offset only", "read_file", `{"path":"README.md","offset":40}`, "README.md:40-"},
-		{"limit only", "read_file", `{"path":"README.md","limit":20}`, "README.md:1-20"},
-		{"zero offset is the start", "read_file", `{"path":"a","offset":0,"limit":10}`, "a:1-10"},
-		{"search with path and include", "search_code", `{"pattern":"retry","path":"internal/","include":"*.go"}`, `"retry" in internal/ (*.go)`},
-		{"search flags", "search_code", `{"pattern":"Backoff","ignore_case":true,"literal":false,"max_results":20}`, `"Backoff" ignore_case max_results=20`},
-		{"glob", "glob", `{"pattern":"**/*_test.go","path":"internal"}`, `"**/*_test.go" in internal`},
-		{"list root", "list_files", `{}`, "."},
-		{"list empty input", "list_files", ``, "."},
-		{"list recursive", "list_files", `{"path":"cmd","recursive":true}`, "cmd (recursive)"},
-		{"list not recursive", "list_files", `{"path":"cmd","recursive":false}`, "cmd"},
-		{"unknown tool and keys", "git_log", `{"rev":"HEAD~3","n":5,"paths":["a","b"],"note":"two words"}`, `n=5 note="two words" paths=["a","b"] rev=HEAD~3`},
-		{"empty object", "whatever", `{}`, ""},
-		{"null", "whatever", `null`, ""},
-		{"invalid JSON shown raw", "read_file", `{"path": "docs/`, `{"path": "docs/`},
-		{"not an object shown raw", "read_file", `["a","b"]`, `["a","b"]`},
-		{"two objects shown raw", "read_file", `{"path":"a"}{"path":"b"}`, `{"path":"a"}{"path":"b"}`},
-		{"newlines collapsed", "search_code", "{\"pattern\":\"a\\nb\"}", `"a b"`},
-		{"long raw input cut", "read_file", `{"path": "` + strings.Repeat("x", 200), `{"path": "` + strings.Repeat("x", 69) + "…"},
-		{"long path cut", "read_file", `{"path":"` + strings.Repeat("d/", 60) + `f.go"}`, strings.Repeat("d/", 39) + "d…"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := CompactArgs(c.tool, c.args)
-			if got != c.want {
-				t.Errorf("CompactArgs(%q, %q) = %q, want %q", c.tool, c.args, got, c.want)
-			}
-			if n := textLen(got); n > maxArgsChars {
-				t.Errorf("result is %d characters, want at most %d", n, maxArgsChars)
-			}
-		})
 	}
 }
 
@@ -386,7 +347,7 @@ func TestProgressMessagesSplitSameWithAndWithoutButton(t *testing.T) {
 	for _, n := range []int{1, 48, 49, 50, 51, 97, 98, 99, 100, 147, 148, 149, 150, 195, 196, 197, 5000} {
 		lines := make([]CallLine, n)
 		for i := range lines {
-			lines[i] = CallLine{Name: "read_file", Args: fmt.Sprintf(`{"path":"f%d"}`, i), State: CallOK}
+			lines[i] = CallLine{Name: "read_file", Brief: fmt.Sprintf("f%d", i), State: CallOK}
 		}
 		running := ProgressMessages(lines, ProgressOptions{StopActionID: "askrepo_stop", StopValue: "t1"})
 		final := ProgressMessages(lines, ProgressOptions{})
@@ -432,8 +393,8 @@ func citeAnswer(t *testing.T, md string) string {
 func TestMrkdwnObjectsAreVerbatim(t *testing.T) {
 	var msgs []Outgoing
 	msgs = append(msgs, ProgressMessages([]CallLine{
-		{Name: "read_file", Args: `{"path":"@channel.md"}`, State: CallFailed, Summary: "no file @channel"},
-		{Name: "list_files", Args: `{"path":"."}`, State: CallOK, Summary: "@here", URL: "https://github.com/acme/app/tree/abc"},
+		{Name: "read_file", Brief: `@channel.md`, State: CallFailed, Summary: "no file @channel"},
+		{Name: "list_files", Brief: `.`, State: CallOK, Summary: "@here", URL: "https://github.com/acme/app/tree/abc"},
 	}, ProgressOptions{StopActionID: "askrepo_stop", StopValue: "t1", Status: "@everyone"})...)
 	msgs = append(msgs, AnswerMessages("hi", Footer{Repo: "@channel", Note: "@here", Checkout: "@everyone"})...)
 	msgs = append(msgs, ErrorMessage("could not read @channel", "ref1"))
@@ -489,7 +450,7 @@ func TestProgressMessagesAreBounded(t *testing.T) {
 	for _, status := range []string{"", "Working…"} {
 		lines := make([]CallLine, 5000)
 		for i := range lines {
-			lines[i] = CallLine{Name: "read_file", Args: fmt.Sprintf(`{"path":"f%d"}`, i), State: CallState(i % 3)}
+			lines[i] = CallLine{Name: "read_file", Brief: fmt.Sprintf("f%d", i), State: CallState(i % 3)}
 		}
 		msgs := ProgressMessages(lines, ProgressOptions{StopActionID: "askrepo_stop", StopValue: "t1", Status: status})
 		if len(msgs) != 4 {
