@@ -83,6 +83,26 @@ func TestImportRules(t *testing.T) {
 			return pkg == "internal/session/sessiontest" && strings.HasPrefix(dep, mod+"internal/") &&
 				dep != mod+"internal/session" && dep != mod+"internal/llm"
 		}},
+		{"internal/agent imports no other internal package but llm and tools", func(pkg, dep string) bool {
+			return pkg == "internal/agent" && strings.HasPrefix(dep, mod+"internal/") &&
+				dep != mod+"internal/llm" && dep != mod+"internal/tools"
+		}},
+		{"internal/repos imports no other internal package but tools, cite, gitexec and config", func(pkg, dep string) bool {
+			return pkg == "internal/repos" && strings.HasPrefix(dep, mod+"internal/") &&
+				dep != mod+"internal/tools" && dep != mod+"internal/cite" &&
+				dep != mod+"internal/gitexec" && dep != mod+"internal/config"
+		}},
+		{"internal/logging and its logtest kit import no other internal package", func(pkg, dep string) bool {
+			return strings.HasPrefix(pkg, "internal/logging") && strings.HasPrefix(dep, mod+"internal/")
+		}},
+		{"the test kits gitexectest and slacktest import no internal package", func(pkg, dep string) bool {
+			return (pkg == "internal/gitexec/gitexectest" || pkg == "internal/slackbot/slacktest") &&
+				strings.HasPrefix(dep, mod+"internal/")
+		}},
+		{"only tests import the sessiontest, slacktest and logtest kits", func(pkg, dep string) bool {
+			return dep == mod+"internal/session/sessiontest" || dep == mod+"internal/slackbot/slacktest" ||
+				dep == mod+"internal/logging/logtest"
+		}},
 	}
 	if len(imports) < 5 {
 		t.Fatalf("go list found only %d packages: %v", len(imports), imports)

@@ -3,6 +3,11 @@
 //
 // main only builds a signal-aware context and calls run, which never exits
 // the process, so tests can drive the whole program.
+//
+// This package wires the internal packages together and owns the command
+// line; it holds no protocol of its own. It must not import slack-go (that
+// is internal/slackbot's) or go-openai (internal/llm's): the import-rules
+// test in internal keeps both true.
 package main
 
 import (

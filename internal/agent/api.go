@@ -1,7 +1,9 @@
 // Package agent runs the loop: send the history and the tool definitions to
 // the model, run the tools it asks for, append all their results, and repeat
-// until it answers. It declares the small interfaces it needs and imports only
-// llm and tools.
+// until it answers. It declares the small interfaces it needs (Model,
+// Toolbox, Observer) and imports only llm and tools from the project:
+// nothing that stores sessions, talks to Slack or prints to a terminal, so
+// every front end runs the same loop.
 package agent
 
 import (

@@ -1,7 +1,11 @@
 // Package gitexectest builds git repositories for tests: histories with
 // fixed identities and dates (Repo, Commit), a bare file:// remote to push
 // to and clone (Remote), a plain repository, and a hostile one whose config
-// names a program for every key that can run one. Only tests import it.
+// names a program for every key that can run one.
+//
+// It is a test kit: only _test.go files import it (the import-rules test
+// keeps it so), and it imports nothing of askrepo, so the tests of every
+// package that runs git, gitexec's own included, can use it.
 package gitexectest
 
 import (

@@ -1,5 +1,8 @@
-// Package logtest checks JSON log output as an operator reads it; it is
-// imported only from tests.
+// Package logtest checks JSON log output as an operator reads it: it parses
+// each line as the JSON object a log shipper would, and rejects lines that
+// are not objects, keys that appear twice and values that say nothing.
+//
+// It is imported only from tests, and imports no other internal package.
 package logtest
 
 import (
