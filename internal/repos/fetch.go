@@ -1,0 +1,272 @@
+package repos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// retryFirst is the wait before the first retry of a repository that has
+// no checkout yet; each failure doubles it, up to SyncEvery. A clone that
+// failed at start for a passing reason (a network blip while the pod came
+// up) is then served within seconds, not after a whole sync interval.
+const retryFirst = 2 * time.Second
+
+// SyncNow fetches repository name and moves new leases to the fetched
+// commit, as one tick of Run does; leases already held are untouched. It
+// returns the fetch's error, after recording it for Health. Local path
+// repos are not synced: nil.
+func (m *Manager) SyncNow(ctx context.Context, name string) error {
+	r, ok := m.repos[name]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownRepo, name)
+	}
+	if r.local {
+		return nil
+	}
+	return m.sync(ctx, r)
+}
+
+// Run fetches every url repo every SyncEvery until ctx is done, each repo
+// on its own schedule so a slow remote does not delay the others. A repo
+// with no checkout yet (its clone failed) is retried sooner: after 2s,
+// then twice as long after each failure, up to SyncEvery. Failures are
+// logged, recorded for Health and passed to OnSync; the last good checkout
+// stays in use.
+func (m *Manager) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, r := range m.repos {
+		if r.local {
+			continue
+		}
+		wg.Go(func() {
+			var retry time.Duration
+			for {
+				wait := m.opts.SyncEvery
+				if r.current() == "" {
+					retry = nextRetry(retry, m.opts.SyncEvery)
+					wait = retry
+				} else {
+					retry = 0
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-m.after(wait):
+					m.sync(ctx, r)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// nextRetry doubles the wait before retrying a repo that has no checkout,
+// from retryFirst up to limit.
+func nextRetry(prev, limit time.Duration) time.Duration {
+	if prev <= 0 {
+		return min(retryFirst, limit)
+	}
+	return min(2*prev, limit)
+}
+
+// sync is one fetch-and-update of a url repo with its bookkeeping.
+func (m *Manager) sync(ctx context.Context, r *repo) error {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	before := r.current()
+	err := m.update(ctx, r)
+	now := time.Now()
+	r.mu.Lock()
+	r.lastAttempt = now
+	if err == nil {
+		r.lastSync, r.lastErr = now, ""
+	} else {
+		r.lastErr = err.Error()
+	}
+	r.mu.Unlock()
+	after := r.current()
+	log := m.log.With("repo", r.spec.Name, "remote", r.remote)
+	switch {
+	case err != nil && after == "":
+		log.Error("repository unavailable: clone failed; retrying within seconds, then less often", "err", err, "at_most_every", m.opts.SyncEvery.String())
+	case err != nil:
+		log.Warn("fetch failed; keeping the last good checkout", "err", err, "commit", after)
+	case before != after:
+		log.Info("checkout updated", "from", before, "to", after)
+	default:
+		log.Debug("checkout up to date", "commit", after)
+	}
+	if m.opts.OnSync != nil {
+		m.opts.OnSync(r.spec.Name, err)
+	}
+	return err
+}
+
+func (r *repo) current() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur == nil {
+		return ""
+	}
+	return r.cur.commit
+}
+
+// gitDir is the bare clone; worktrees live in trees/.
+func (r *repo) gitDir() string { return filepath.Join(r.root, "git") }
+
+func (r *repo) trackingRef() string {
+	if r.spec.Branch == "" {
+		return "refs/remotes/origin/HEAD"
+	}
+	return "refs/remotes/origin/" + r.spec.Branch
+}
+
+// update fetches the branch into the bare clone (no lease reads from it,
+// so this needs no lock) and, when the tip moved, checks it out as a new
+// worktree and makes that the one new leases get.
+func (m *Manager) update(ctx context.Context, r *repo) error {
+	g := gitCall{timeout: m.opts.GitTimeout}
+	if err := m.ensureClone(ctx, r); err != nil {
+		return err
+	}
+	src := "HEAD"
+	if r.spec.Branch != "" {
+		src = "refs/heads/" + r.spec.Branch
+	}
+	fetch := g
+	fetch.auth = &r.auth
+	_, fetchErr := fetch.run(ctx, "--git-dir="+r.gitDir(), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+		"--end-of-options", "origin", "+"+src+":"+r.trackingRef())
+	tip, err := g.run(ctx, "--git-dir="+r.gitDir(), "rev-parse", "--verify", "--quiet", "--end-of-options", r.trackingRef()+"^{commit}")
+	if fetchErr != nil {
+		// Keep serving what we have; after a restart while the remote is
+		// down, serve what the last run fetched.
+		if r.current() == "" && err == nil {
+			if cerr := m.checkout(ctx, r, tip); cerr != nil {
+				m.log.Warn("check out the last fetched commit", "repo", r.spec.Name, "err", cerr)
+			}
+		}
+		return fetchErr
+	}
+	if err != nil {
+		return fmt.Errorf("read the fetched commit: %w", err)
+	}
+	if r.current() == tip {
+		return nil
+	}
+	return m.checkout(ctx, r, tip)
+}
+
+// ensureClone makes sure r.gitDir is a bare clone of r.remote: one left by
+// an earlier run is reused (only the missing objects are fetched); one of
+// another URL, or a broken one, is replaced.
+func (m *Manager) ensureClone(ctx context.Context, r *repo) error {
+	if r.ready {
+		return nil
+	}
+	g := gitCall{timeout: m.opts.GitTimeout}
+	gd := r.gitDir()
+	if _, err := os.Stat(gd); err == nil {
+		url, uerr := g.run(ctx, "--git-dir="+gd, "config", "--get", "remote.origin.url")
+		bare, berr := g.run(ctx, "--git-dir="+gd, "rev-parse", "--is-bare-repository")
+		if uerr == nil && berr == nil && url == r.remote && bare == "true" {
+			r.ready = true
+			return nil
+		}
+		m.log.Info("replacing a clone that is not of the configured remote", "repo", r.spec.Name, "dir", r.root)
+		if err := os.RemoveAll(r.root); err != nil {
+			return fmt.Errorf("remove the old clone: %w", err)
+		}
+	}
+	if err := os.MkdirAll(r.root, 0o750); err != nil {
+		return fmt.Errorf("create the clone directory: %w", err)
+	}
+	if _, err := g.run(ctx, "init", "--quiet", "--bare", "--end-of-options", gd); err != nil {
+		return err
+	}
+	// The stored remote has no credentials: they come with each fetch.
+	if _, err := g.run(ctx, "--git-dir="+gd, "config", "remote.origin.url", r.remote); err != nil {
+		return err
+	}
+	r.ready = true
+	return nil
+}
+
+// checkout adds a worktree at sha and makes it current. The previous
+// current snapshot is retired: deleted now if no lease holds it, or when
+// its last lease is released.
+func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
+	g := gitCall{timeout: m.opts.GitTimeout}
+	gd := r.gitDir()
+	if _, err := g.run(ctx, "--git-dir="+gd, "worktree", "prune"); err != nil {
+		m.log.Warn("prune worktrees", "repo", r.spec.Name, "err", err)
+	}
+	r.seq++
+	dir := filepath.Join(r.root, "trees", strconv.Itoa(r.seq)+"-"+sha[:min(12, len(sha))])
+	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
+		return fmt.Errorf("create the worktree directory: %w", err)
+	}
+	if _, err := g.run(ctx, "--git-dir="+gd, "worktree", "add", "--quiet", "--detach", "--end-of-options", dir, sha); err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("check out %s: %w", sha, err)
+	}
+	wtGitDir, err := worktreeGitDir(dir, gd)
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("check out %s: %w", sha, err)
+	}
+	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.opts.Logger, GitDir: wtGitDir})
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	next := &snapshot{dir: dir, commit: sha, ws: ws, owned: true}
+	r.mu.Lock()
+	old := r.cur
+	r.cur = next
+	r.mu.Unlock()
+	m.retire(r, old)
+	return nil
+}
+
+// worktreeGitDir reads the git directory git just wrote into the .git
+// file of worktree dir, and checks that it is one of the clone gd's own
+// worktrees. The workspace then uses it as is: a worktree's .git file is
+// the one that may point elsewhere, and this one was checked here.
+func worktreeGitDir(dir, gd string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		return "", fmt.Errorf("read the worktree's .git file: %w", err)
+	}
+	p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok {
+		return "", errors.New("the worktree's .git file names no git directory")
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", fmt.Errorf("the worktree's git directory: %w", err)
+	}
+	own, err := filepath.EvalSymlinks(filepath.Join(gd, "worktrees"))
+	if err != nil || filepath.Dir(real) != own {
+		return "", errors.New("the worktree's .git file points outside the clone's worktrees")
+	}
+	return real, nil
+}
