@@ -11,16 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/joho/godotenv"
-	"go.yaml.in/yaml/v3"
 )
 
 // Config is every setting of the bot. Field comments name the environment
@@ -164,74 +159,6 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 	return c, errors.Join(errs...)
 }
 
-// DotEnv reads the .env file at path (NAME=value lines, as godotenv reads
-// them). A file that does not exist is an error wrapping fs.ErrNotExist;
-// the caller knows whether it was asked for. One that does not parse stops
-// every command, so the error names the file's absolute path and line (the
-// directory it was found in is often not the one the reader thinks of) and
-// never its text, which holds secrets.
-func DotEnv(path string) (map[string]string, error) {
-	abs := path
-	if a, err := filepath.Abs(path); err == nil {
-		abs = a
-	}
-	content, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", abs, errors.Unwrap(err))
-	}
-	dot, err := godotenv.UnmarshalBytes(content)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %s; fix the line or remove the file (real environment variables also work)", abs, dotenvProblem(content, err))
-	}
-	return dot, nil
-}
-
-// Over returns a lookup of env that falls back to dot for the names env
-// does not have: a variable set in the real environment always wins, as
-// godotenv.Load does, but the process environment is never changed.
-func Over(env func(string) (string, bool), dot map[string]string) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		if v, ok := env(name); ok {
-			return v, true
-		}
-		v, ok := dot[name]
-		return v, ok
-	}
-}
-
-// godotenv's parse errors quote the rest of the file from the bad
-// statement on, secrets included.
-var dotenvBadChar = regexp.MustCompile(`^unexpected character ("(?:[^"\\]|\\.)*") in variable name near ("(?:[^"\\]|\\.)*")$`)
-
-// dotenvProblem describes a .env parse error by line, without the file's
-// text.
-func dotenvProblem(content []byte, err error) string {
-	src := strings.ReplaceAll(string(content), "\r\n", "\n") // as godotenv reads it
-	lineOf := func(rest string) string {
-		if rest == "" || !strings.HasSuffix(src, rest) {
-			return ""
-		}
-		return fmt.Sprintf("line %d: ", 1+strings.Count(src[:len(src)-len(rest)], "\n"))
-	}
-	msg := err.Error()
-	if m := dotenvBadChar.FindStringSubmatch(msg); m != nil {
-		char, _ := strconv.Unquote(m[1])
-		near, _ := strconv.Unquote(m[2])
-		return fmt.Sprintf("%sunexpected character %q in a variable name (want NAME=value)", lineOf(near), char)
-	}
-	if value, ok := strings.CutPrefix(msg, "unterminated quoted value "); ok {
-		line := ""
-		if i := strings.LastIndex(src, value); i >= 0 {
-			line = lineOf(src[i:])
-		}
-		return line + "a quoted value has no closing quote"
-	}
-	if _, ok := errors.AsType[*os.PathError](err); ok {
-		return msg // the file could not be read: no content in it
-	}
-	return "cannot parse it"
-}
-
 // SlackEnabled reports whether both Slack tokens are set.
 func (c Config) SlackEnabled() bool { return c.SlackBotToken.Set() && c.SlackAppToken.Set() }
 
@@ -287,102 +214,6 @@ func (c Config) ResolvedRepoName() string {
 		return filepath.Base(c.RepoPath)
 	}
 	return filepath.Base(abs)
-}
-
-// applyYAML applies the settings of the YAML file at path and returns its
-// problems, each with its line, in the file's order.
-func (c *Config) applyYAML(path string) []error {
-	values, err := readYAML(path)
-	if err != nil {
-		return []error{err}
-	}
-	type problem struct {
-		line int
-		err  error
-	}
-	var problems []problem
-	for _, s := range Settings {
-		v, ok := values[s.YAML]
-		if !ok || s.YAML == "" {
-			continue
-		}
-		if err := s.set(c, v.value); err != nil {
-			problems = append(problems, problem{v.line, fmt.Errorf("%s: line %d: %s: %w", path, v.line, s.YAML, err)})
-		}
-	}
-	for k, v := range values {
-		if !slices.ContainsFunc(Settings, func(s Setting) bool { return s.YAML == k }) {
-			problems = append(problems, problem{v.line, fmt.Errorf("%s: line %d: unknown setting %q", path, v.line, k)})
-		}
-	}
-	slices.SortStableFunc(problems, func(a, b problem) int { return a.line - b.line })
-	errs := make([]error, len(problems))
-	for i, p := range problems {
-		errs[i] = p.err
-	}
-	return errs
-}
-
-// yamlValue is one setting of the YAML file and the line it is on.
-type yamlValue struct {
-	value string
-	line  int
-}
-
-// readYAML flattens a YAML document into dotted keys ("slack.followups")
-// with scalar values as written and lists joined by commas, so the file
-// goes through the same setters as the environment. The repos list is
-// left to the package that reads repositories.
-func readYAML(path string) (map[string]yamlValue, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("BOT_CONFIG: %w", err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("BOT_CONFIG: %s is not valid YAML: %w", path, err)
-	}
-	out := map[string]yamlValue{}
-	if len(doc.Content) == 0 {
-		return out, nil // an empty file
-	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("BOT_CONFIG: %s: line %d: want a mapping of settings such as \"openai:\" and \"repos:\"", path, root.Line)
-	}
-	var walk func(key string, n *yaml.Node, line int)
-	walk = func(key string, n *yaml.Node, line int) {
-		switch n.Kind {
-		case yaml.AliasNode:
-			walk(key, n.Alias, line)
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i]
-				if key == "" && k.Value == "repos" {
-					continue
-				}
-				sub := k.Value
-				if key != "" {
-					sub = key + "." + k.Value
-				}
-				walk(sub, n.Content[i+1], k.Line)
-			}
-		case yaml.SequenceNode:
-			parts := make([]string, 0, len(n.Content))
-			for _, item := range n.Content {
-				parts = append(parts, item.Value)
-			}
-			out[key] = yamlValue{strings.Join(parts, ","), line}
-		default:
-			v := n.Value
-			if n.Tag == "!!null" {
-				v = ""
-			}
-			out[key] = yamlValue{v, line}
-		}
-	}
-	walk("", root, root.Line)
-	return out, nil
 }
 
 func setString(field func(*Config) *string) func(*Config, string) error {
