@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"strconv"
 	"time"
 )
 
@@ -85,37 +84,36 @@ func UserMessage(channel, channelType, user, text, ts, threadTS string) Event {
 // BotMessage is a message posted by another integration: subtype bot_message with a
 // bot_id and no user, the shape the bot must ignore.
 func BotMessage(channel, channelType, botID, text, ts, threadTS string) Event {
-	in := map[string]any{
-		"type":         "message",
-		"subtype":      "bot_message",
-		"bot_id":       botID,
-		"username":     "other-bot",
-		"text":         text,
-		"ts":           ts,
-		"channel":      channel,
-		"channel_type": channelType,
-	}
-	if threadTS != "" {
-		in["thread_ts"] = threadTS
-	}
-	return Event{Inner: in}
+	return postedMessage(channel, channelType, text, ts, threadTS, map[string]any{
+		"subtype":  "bot_message",
+		"bot_id":   botID,
+		"username": "other-bot",
+	})
 }
 
 // AppMessage is a message posted through chat.postMessage by an app: no subtype, but
 // user, bot_id and bot_profile are set. This is how the bot's own posts come back to it
 // over message.channels, and how other modern apps' posts look.
 func AppMessage(channel, channelType, botUserID, botID, text, ts, threadTS string) Event {
+	return postedMessage(channel, channelType, text, ts, threadTS, map[string]any{
+		"user":        botUserID,
+		"bot_id":      botID,
+		"app_id":      "A" + botID,
+		"bot_profile": map[string]any{"id": botID, "name": "app", "app_id": "A" + botID, "deleted": false},
+	})
+}
+
+// postedMessage is a message event posted by an integration: the fields
+// every message has, and by, the ones that say who posted it.
+func postedMessage(channel, channelType, text, ts, threadTS string, by map[string]any) Event {
 	in := map[string]any{
 		"type":         "message",
-		"user":         botUserID,
-		"bot_id":       botID,
-		"app_id":       "A" + botID,
-		"bot_profile":  map[string]any{"id": botID, "name": "app", "app_id": "A" + botID, "deleted": false},
 		"text":         text,
 		"ts":           ts,
 		"channel":      channel,
 		"channel_type": channelType,
 	}
+	maps.Copy(in, by)
 	if threadTS != "" {
 		in["thread_ts"] = threadTS
 	}
@@ -360,121 +358,4 @@ func toBlocks(v any) []Block {
 		return nil
 	}
 	return out
-}
-
-// ButtonClick describes a user pressing a button in a message.
-type ButtonClick struct {
-	User      string
-	Channel   string
-	MessageTS string
-	// ThreadTS is the thread the message lives in, "" if top-level.
-	ThreadTS string
-	ActionID string
-	BlockID  string
-	Value    string
-	// Text is the button label.
-	Text string
-}
-
-// ClickButton sends the block_actions interaction Slack delivers when b's button is
-// pressed. The message is copied from the store when known, and response_url points
-// back at the fake (posts there are recorded as calls to "response_url").
-func (s *Server) ClickButton(b ButtonClick) string {
-	return s.SendInteraction(s.clickPayload(b))
-}
-
-// ClickButtonTo is ClickButton on connection conn: Slack delivers an
-// interaction to any of an app's connections, not only to the process that
-// posted the button. It fails as SendEventTo does if conn is not live.
-func (s *Server) ClickButtonTo(conn int, b ButtonClick) (string, error) {
-	return s.SendInteractionTo(conn, s.clickPayload(b))
-}
-
-func (s *Server) clickPayload(b ButtonClick) map[string]any {
-	s.mu.Lock()
-	s.clickSeq++
-	n := s.clickSeq
-	msg := map[string]any{"type": "message", "ts": b.MessageTS}
-	if m, ok := s.st.Message(b.Channel, b.MessageTS); ok {
-		msg = s.wireMessage(m)
-	}
-	s.mu.Unlock()
-	container := map[string]any{
-		"type":         "message",
-		"message_ts":   b.MessageTS,
-		"channel_id":   b.Channel,
-		"is_ephemeral": false,
-	}
-	if b.ThreadTS != "" {
-		container["thread_ts"] = b.ThreadTS
-	}
-	actionTS := s.NextTS()
-	return map[string]any{
-		"type": "block_actions",
-		"user": map[string]any{
-			"id": b.User, "username": b.User, "name": b.User, "team_id": s.cfg.TeamID,
-		},
-		"api_app_id":            s.cfg.AppID,
-		"token":                 "fake-verification-token",
-		"container":             container,
-		"trigger_id":            "trigger-" + strconv.Itoa(n),
-		"team":                  map[string]any{"id": s.cfg.TeamID, "domain": s.cfg.TeamName},
-		"enterprise":            nil,
-		"is_enterprise_install": false,
-		"channel":               map[string]any{"id": b.Channel, "name": s.channelName(b.Channel)},
-		"message":               msg,
-		"state":                 map[string]any{"values": map[string]any{}},
-		"response_url":          s.URL + "/response/" + strconv.Itoa(n),
-		"actions": []any{map[string]any{
-			"action_id": b.ActionID,
-			"block_id":  b.BlockID,
-			"text":      map[string]any{"type": "plain_text", "text": b.Text, "emoji": true},
-			"value":     b.Value,
-			"type":      "button",
-			"action_ts": actionTS,
-		}},
-	}
-}
-
-func (s *Server) channelName(id string) string {
-	if n := s.cfg.Channels[id]; n != "" {
-		return n
-	}
-	return id
-}
-
-// SendInteraction sends payload (an interaction such as block_actions) in an
-// "interactive" envelope with accepts_response_payload true, as Slack does. It
-// returns the envelope ID.
-func (s *Server) SendInteraction(payload map[string]any) string {
-	f, id := s.interactionFrame(payload)
-	s.deliver(f)
-	return id
-}
-
-// SendInteractionTo is SendInteraction on connection conn; it fails as
-// SendEventTo does if conn is not live.
-func (s *Server) SendInteractionTo(conn int, payload map[string]any) (string, error) {
-	f, id := s.interactionFrame(payload)
-	return id, s.sendTo(conn, f)
-}
-
-func (s *Server) interactionFrame(payload map[string]any) (*outFrame, string) {
-	s.mu.Lock()
-	id := s.newEnvelopeIDLocked()
-	data, err := json.Marshal(map[string]any{
-		"envelope_id":              id,
-		"type":                     "interactive",
-		"accepts_response_payload": true,
-		"retry_attempt":            0,
-		"retry_reason":             "",
-		"payload":                  payload,
-	})
-	if err != nil {
-		s.mu.Unlock()
-		panic(fmt.Sprintf("slacktest: SendInteraction: payload must be JSON-encodable: %v", err))
-	}
-	f := s.addEnvelopeLocked(Envelope{ID: id, Type: "interactive", Frame: data})
-	s.mu.Unlock()
-	return f, id
 }
