@@ -132,9 +132,7 @@ func (w *repoWorld) ctx() context.Context {
 }
 
 func (w *repoWorld) mention(channel, text, thread string) string {
-	ts := w.slack.NextTS()
-	w.slack.SendEvent(slacktest.AppMention(channel, "U1", "<@UBOT> "+text, ts, thread))
-	return ts
+	return w.slack.Mention(channel, "U1", text, thread)
 }
 
 // waitTurns waits for n turn summary lines in the log.
@@ -259,7 +257,7 @@ func TestRepoTurnSeesOneCommit(t *testing.T) {
 	}
 
 	// The follow-up runs on the new commit and is told so.
-	w.slack.SendEvent(slacktest.UserMessage("C1", "channel", "U1", "and the limit?", w.slack.NextTS(), root))
+	w.slack.Reply("C1", "U1", "and the limit?", root)
 	w.waitTurns(2)
 	reqs := model.Requests()
 	if n := reqs[2].Has("user", fmt.Sprintf("(The checkout moved from %s to %s since the last answer.)", first[:7], second[:7])); n != 1 {

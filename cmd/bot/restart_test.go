@@ -272,7 +272,7 @@ func TestRestartRemembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitLog(p, `"reason":"duplicate"`)
-	w.slack.SendEvent(slacktest.UserMessage("C1", "channel", "U1", "and how are sprockets made?", w.slack.NextTS(), root))
+	w.slack.Reply("C1", "U1", "and how are sprockets made?", root)
 	w.waitAnswers(root, 2)
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("second exit code = %d, want 0", code)

@@ -154,8 +154,7 @@ func TestFollowUps(t *testing.T) {
 
 func TestDMStartsSessionInItsThread(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	ts := h.slack.NextTS()
-	h.slack.SendEvent(slacktest.UserMessage("D1", "im", "U1", "what is in this repo?", ts, ""))
+	ts := h.slack.Reply("D1", "U1", "what is in this repo?", "")
 	msgs, err := h.slack.WaitMessages(h.ctx(), "D1", ts, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -165,8 +164,7 @@ func TestDMStartsSessionInItsThread(t *testing.T) {
 		t.Fatalf("DM thread = %+v, want one answer in the DM's thread", msgs)
 	}
 	// A second DM in that thread continues the session, no mention needed.
-	ts2 := h.slack.NextTS()
-	h.slack.SendEvent(slacktest.UserMessage("D1", "im", "U1", "and main.go?", ts2, ts))
+	h.slack.Reply("D1", "U1", "and main.go?", ts)
 	h.waitTurns(2)
 	reqs := h.ai.Requests()
 	if last := reqs[len(reqs)-1]; question(last) != "and main.go?" || len(last.Chat.Messages) < 8 {

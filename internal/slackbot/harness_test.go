@@ -169,9 +169,7 @@ func (h *harness) ctx() context.Context {
 // mention sends "<@UBOT> text" in channel, top-level when thread is "", and
 // returns the message's ts.
 func (h *harness) mention(channel, text, thread string) string {
-	ts := h.slack.NextTS()
-	h.slack.SendEvent(slacktest.AppMention(channel, "U1", "<@UBOT> "+text, ts, thread))
-	return ts
+	return h.slack.Mention(channel, "U1", text, thread)
 }
 
 // waitReaction waits until the bot has put reaction on the message.

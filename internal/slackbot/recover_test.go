@@ -24,8 +24,7 @@ import (
 // the thread exists. It returns the thread's key.
 func cutTurn(t *testing.T, srv *slacktest.Server, store session.Store, question string, state session.TurnState, answered bool) session.Key {
 	t.Helper()
-	ts := srv.NextTS()
-	srv.SendEvent(slacktest.UserMessage("C1", "channel", "U1", question, ts, ""))
+	ts := srv.Reply("C1", "U1", question, "")
 	key := session.Key{Team: slacktest.DefaultTeamID, Channel: "C1", Thread: ts}
 	ctx := t.Context()
 	tr := session.Turn{ID: "cut1", Key: key, User: "U1", Question: question, MsgTS: ts}
@@ -285,7 +284,7 @@ func TestShutdownThenResume(t *testing.T) {
 
 	h2 := newHarness(t, harnessOpts{slack: srv, store: store})
 	// A follow-up arriving right after the start waits for the resumed turn.
-	h2.slack.SendEvent(slacktest.UserMessage("C1", "channel", "U1", "and then?", srv.NextTS(), root))
+	h2.slack.Reply("C1", "U1", "and then?", root)
 	h2.waitTurns(2)
 	if err := h2.stop(); err != nil {
 		t.Fatal(err)
@@ -333,7 +332,7 @@ func TestCompactionKeepsPrefixStable(t *testing.T) {
 	root := h.mention("C1", questions[0], "")
 	h.waitTurns(1)
 	for i, q := range questions[1:] {
-		h.slack.SendEvent(slacktest.UserMessage("C1", "channel", "U1", q, h.slack.NextTS(), root))
+		h.slack.Reply("C1", "U1", q, root)
 		h.waitTurns(i + 2)
 	}
 	if n := len(h.logLines("compacted a thread's history")); n != 1 {

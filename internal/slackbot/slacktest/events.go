@@ -221,6 +221,29 @@ func (s *Server) SendEvent(ev Event) string {
 	return id
 }
 
+// Mention sends what Slack sends when user posts text naming the bot in
+// channel: an app_mention event whose text starts "<@bot user> ", in the
+// thread rooted at threadTS, or at the top level when threadTS is "". It
+// returns the message's ts, for a top-level mention the root of the thread
+// the bot answers in.
+func (s *Server) Mention(channel, user, text, threadTS string) string {
+	ts := s.NextTS()
+	s.SendEvent(AppMention(channel, user, "<@"+s.cfg.BotUserID+"> "+text, ts, threadTS))
+	return ts
+}
+
+// Reply sends what Slack sends when user posts text in the thread rooted at
+// threadTS of channel without naming the bot: a message event, as
+// message.channels, message.groups or message.im deliver it (the channel
+// type follows from the channel ID). With threadTS "" the message is
+// top-level, as a direct message that starts a thread. It returns the
+// message's ts.
+func (s *Server) Reply(channel, user, text, threadTS string) string {
+	ts := s.NextTS()
+	s.SendEvent(UserMessage(channel, channelType(channel), user, text, ts, threadTS))
+	return ts
+}
+
 // eventFrame records ev (and its message) and builds its envelope, for
 // delivery by the caller.
 func (s *Server) eventFrame(ev Event) (*outFrame, string) {

@@ -544,3 +544,58 @@ func BenchmarkEventAckRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// Mention and Reply send what a person's messages produce, as slack-go
+// parses them: a top-level app_mention naming the bot, then a message event
+// in its thread, each at the ts they return.
+func TestMentionAndReplyAsSlackSendsThem(t *testing.T) {
+	srv := newServer(t)
+	sm := runSocketMode(t, srv)
+	nextEvent(t, sm, socketmode.EventTypeHello)
+
+	inner := func() any {
+		t.Helper()
+		ev := nextEvent(t, sm, socketmode.EventTypeEventsAPI)
+		if err := sm.Ack(*ev.Request); err != nil {
+			t.Fatalf("Ack: %v", err)
+		}
+		api, ok := ev.Data.(slackevents.EventsAPIEvent)
+		if !ok {
+			t.Fatalf("Data is %T, want slackevents.EventsAPIEvent", ev.Data)
+		}
+		return api.InnerEvent.Data
+	}
+
+	root := srv.Mention("C1", "U1", "where is main?", "")
+	mention, ok := inner().(*slackevents.AppMentionEvent)
+	if !ok {
+		t.Fatal("the mention did not arrive as an app_mention")
+	}
+	if mention.Channel != "C1" || mention.User != "U1" || mention.Text != "<@UBOT> where is main?" ||
+		mention.TimeStamp != root || mention.ThreadTimeStamp != "" {
+		t.Errorf("mention = %+v, want a top-level <@UBOT> mention at %s", mention, root)
+	}
+
+	reply := srv.Reply("C1", "U2", "and the tests?", root)
+	msg, ok := inner().(*slackevents.MessageEvent)
+	if !ok {
+		t.Fatal("the reply did not arrive as a message event")
+	}
+	if msg.Channel != "C1" || msg.ChannelType != "channel" || msg.User != "U2" || msg.Text != "and the tests?" ||
+		msg.TimeStamp != reply || msg.ThreadTimeStamp != root || msg.SubType != "" {
+		t.Errorf("reply = %+v, want a plain message at %s in thread %s", msg, reply, root)
+	}
+	if reply <= root { // same length: string order is time order
+		t.Errorf("reply ts %s is not after the root's %s", reply, root)
+	}
+
+	srv.Reply("D1", "U1", "in a DM", "")
+	if dm, ok := inner().(*slackevents.MessageEvent); !ok || dm.ChannelType != "im" || dm.ThreadTimeStamp != "" {
+		t.Errorf("DM = %+v, want a top-level message of channel type im", dm)
+	}
+	for _, ts := range []string{root, reply} {
+		if _, ok := srv.Message("C1", ts); !ok {
+			t.Errorf("message %s is not in the store; conversations.replies would miss it", ts)
+		}
+	}
+}
