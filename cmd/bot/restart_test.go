@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
@@ -112,29 +113,16 @@ func newWorld(t *testing.T, extra ...string) *world {
 	return &world{t: t, slack: srv, model: m, env: append(env, extra...)}
 }
 
+// lockedBuffer collects a process's output, or a terminal's, while a test
+// reads it.
+type lockedBuffer = logtest.Buffer
+
 // proc is one run of the bot binary.
 type proc struct {
 	cmd  *exec.Cmd
 	logs *lockedBuffer
 	done chan struct{}
 	err  error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // start runs the bot and waits until it holds a Socket Mode connection.

@@ -1,31 +1,29 @@
 package llm
 
 import (
-	"bytes"
-	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 )
 
 const testKey = "sk-test-0123456789abcdef"
 
 // newTestClient builds a client for f with fast retries; edit adjusts cfg.
-func newTestClient(t testing.TB, f *llmtest.Server, edit func(*ClientConfig)) (*Client, *bytes.Buffer) {
+func newTestClient(t testing.TB, f *llmtest.Server, edit func(*ClientConfig)) (*Client, *logtest.Buffer) {
 	t.Helper()
-	var logs bytes.Buffer
+	var logs logtest.Buffer
 	cfg := ClientConfig{
 		BaseURL:   f.URL,
 		APIKey:    testKey,
 		Model:     "test-model",
 		RetryBase: time.Millisecond,
 		RetryMax:  5 * time.Millisecond,
-		Logger:    slog.New(slog.NewTextHandler(&lockedWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:    slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -35,17 +33,6 @@ func newTestClient(t testing.TB, f *llmtest.Server, edit func(*ClientConfig)) (*
 		t.Fatalf("NewClient: %v", err)
 	}
 	return c, &logs
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // openaiDelta is one streamed tool-call delta as go-openai decodes it.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 )
 
 // wrapGit puts a git on PATH that appends its argv to argv.log and its
@@ -44,7 +46,7 @@ func wrapGit(t *testing.T) (argvLog, envLog string) {
 func TestCredentialsNeverLeak(t *testing.T) {
 	const urlToken, envToken = "FAKE-url-token-7d1c", "ghp_FAKEenvtoken4e2a"
 	argvLog, envLog := wrapGit(t)
-	var logs logBuffer
+	var logs logtest.Buffer
 	data := t.TempDir()
 	m := newManager(t, []Spec{
 		{Name: "inurl", URL: "https://bob:" + urlToken + "@askrepo-test.invalid/acme/x.git", Channels: []string{"*"}},

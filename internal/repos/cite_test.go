@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 )
 
 // TestLeaseCite checks an answer against a cloned checkout at the lease's
@@ -111,7 +112,7 @@ func TestLeasePermalink(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &Manager{}
 			r := &repo{remote: tc.remote, spec: Spec{WebURL: tc.webURL, WebKind: tc.kind}}
-			m.log = newLogger(&logBuffer{})
+			m.log = newLogger(&logtest.Buffer{})
 			l := &Lease{Commit: sha, Web: m.webView(r)}
 			got := l.Permalink(t.Context(), tc.path, tc.start, tc.end, tc.dir)
 			if tc.wantNoLinks {

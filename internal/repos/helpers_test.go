@@ -1,13 +1,13 @@
 package repos
 
 import (
-	"bytes"
 	"log/slog"
 	"os"
 	"sync"
 	"testing"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 )
 
 // remote is the kit's bare file:// repository with a work tree; commit
@@ -31,25 +31,8 @@ func readFile(t testing.TB, path string) string {
 	return string(b)
 }
 
-// logBuffer is a concurrency-safe sink for a JSON logger at debug level.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func newLogger(buf *logBuffer) *slog.Logger {
+// newLogger logs JSON at debug level into buf.
+func newLogger(buf *logtest.Buffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -102,7 +103,7 @@ func TestPathRepositoryGitFileElsewhere(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("mine\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, ".git"), []byte("gitdir: "+filepath.Join(other.Dir, ".git")+"\n"), 0o644)
 
-	var logs logBuffer
+	var logs logtest.Buffer
 	m := newManager(t, []Spec{{Name: "local", Path: dir, Channels: []string{"*"}}}, Options{Logger: newLogger(&logs)})
 	l := acquire(t, m, "local")
 	defer l.Release()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/cite"
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/tools"
 	"github.com/google/go-cmp/cmp"
 )
@@ -221,7 +222,7 @@ func TestFetchFailureKeepsCheckout(t *testing.T) {
 	up := newRemote(t)
 	good := up.commit("main", map[string]string{"a.txt": "good\n"})
 	var rec syncRecorder
-	var logs logBuffer
+	var logs logtest.Buffer
 	data := t.TempDir()
 	spec := []Spec{{Name: "r", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
 	m := newManager(t, spec, Options{DataDir: data, OnSync: rec.record, Logger: newLogger(&logs)})

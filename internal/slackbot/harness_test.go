@@ -2,10 +2,8 @@ package slackbot
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +17,7 @@ import (
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/logging"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 	"github.com/askrepo/askrepo/internal/turn"
@@ -33,7 +32,7 @@ type harness struct {
 	ai    *llmtest.Server
 	store *session.Memory
 	bot   *Bot
-	logs  *syncBuffer
+	logs  *logtest.Buffer
 
 	cancel context.CancelFunc
 	done   chan error
@@ -86,7 +85,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	// One root logger for every package, wired as cmd/bot wires it: each
 	// names itself.
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	logger := logging.New(logs, "json", slog.LevelDebug)
 	model, err := llm.NewClient(llm.ClientConfig{
 		BaseURL: ai.URL, APIKey: "sk-test-secret", Model: "fake-model", Stream: o.stream,
@@ -238,26 +237,6 @@ func (h *harness) metrics() string {
 	h.bot.HTTPHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
 }
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var _ io.Writer = (*syncBuffer)(nil)
 
 // gate holds scripted model replies until opened.
 type gate struct {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/askrepo/askrepo/internal/logging"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
@@ -53,7 +54,7 @@ func TestStartBlamesTheTokenOnlyWhenSlackRefusesIt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs logtest.Buffer
 			b, err := New(Config{BotToken: slacktest.DefaultBotToken, AppToken: slacktest.DefaultAppToken, APIURL: tt.url, HTTPClient: tt.client, Repos: newTestRepos(t, nil), Turns: idleTurns(t, session.NewMemory()), Store: session.NewMemory(),
 				Logger: logging.New(&logs, "json", slog.LevelDebug)})
 			if err != nil {

@@ -1,6 +1,7 @@
-// Package logtest checks JSON log output as an operator reads it: it parses
-// each line as the JSON object a log shipper would, and rejects lines that
-// are not objects, keys that appear twice and values that say nothing.
+// Package logtest collects log output while a test runs (Buffer) and
+// checks it as an operator reads it: it parses each line as the JSON object
+// a log shipper would, and rejects lines that are not objects, keys that
+// appear twice and values that say nothing.
 //
 // It is imported only from tests, and imports no other internal package.
 package logtest
