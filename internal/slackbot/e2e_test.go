@@ -267,13 +267,7 @@ func TestRateLimitedPostRetriedNotLostNotDoubled(t *testing.T) {
 
 func TestSocketDroppedMidTurnAnswerStillPosted(t *testing.T) {
 	hold := newGate()
-	h := newHarness(t, harnessOpts{script: func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" {
-			rep.Wait = hold.c()
-		}
-		return rep
-	}})
+	h := newHarness(t, harnessOpts{script: heldAnswer(hold)})
 	root := h.mention("C1", "what does this repo do?", "")
 	// The tool step is done and shown; the answer is being written.
 	if _, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool { return len(st.BotMessages("C1", root, slacktest.DefaultBotID)) == 1 }); err != nil {
@@ -340,31 +334,15 @@ func TestStopClickRefusedFromOutside(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
 	h := newHarness(t, harnessOpts{
-		cfg: func(c *Config) { c.AllowUsers = []string{"U1", "U7"} },
-		script: func(r llmtest.Request) llmtest.Reply {
-			rep := readThenAnswer(r)
-			if r.Last().Role == "tool" {
-				rep.Wait = hold.c()
-			}
-			return rep
-		},
+		cfg:    func(c *Config) { c.AllowUsers = []string{"U1", "U7"} },
+		script: heldAnswer(hold),
 	})
 	root := h.mention("C1", "a long question", "")
 	waitQuestionAnswering(t, h, "a long question")
-	st, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
-		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)
-		return len(ms) == 1 && stopValue(ms[0]) != "" && strings.Count(ms[0].Text, "✓") == 2
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	progress := st.BotMessages("C1", root, slacktest.DefaultBotID)[0]
+	progress := waitStopButton(t, h, root)
 	click := func(user, channel string) {
 		t.Helper()
-		env := h.slack.ClickButton(slacktest.ButtonClick{
-			User: user, Channel: channel, MessageTS: progress.TS, ThreadTS: root,
-			ActionID: stopActionID, BlockID: render.StopBlockID, Value: stopValue(progress), Text: "Stop",
-		})
+		env := h.slack.ClickButton(stopClick(user, channel, root, progress))
 		if _, err := h.slack.WaitAck(h.ctx(), env); err != nil {
 			t.Fatal(err)
 		}
@@ -420,27 +398,11 @@ func TestStoppedTextMentionsOnlyAnID(t *testing.T) {
 func TestStopButtonCancelsTurn(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
-	h := newHarness(t, harnessOpts{script: func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" {
-			rep.Wait = hold.c()
-		}
-		return rep
-	}})
+	h := newHarness(t, harnessOpts{script: heldAnswer(hold)})
 	root := h.mention("C1", "a long question", "")
 	waitQuestionAnswering(t, h, "a long question")
-	st, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
-		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)
-		return len(ms) == 1 && stopValue(ms[0]) != "" && strings.Count(ms[0].Text, "✓") == 2
-	})
-	if err != nil {
-		t.Fatalf("%v\n%+v", err, h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
-	}
-	progress := st.BotMessages("C1", root, slacktest.DefaultBotID)[0]
-	env := h.slack.ClickButton(slacktest.ButtonClick{
-		User: "U7", Channel: "C1", MessageTS: progress.TS, ThreadTS: root,
-		ActionID: stopActionID, BlockID: render.StopBlockID, Value: stopValue(progress), Text: "Stop",
-	})
+	progress := waitStopButton(t, h, root)
+	env := h.slack.ClickButton(stopClick("U7", "C1", root, progress))
 	if _, err := h.slack.WaitAck(h.ctx(), env); err != nil {
 		t.Fatal(err)
 	}
@@ -691,6 +653,29 @@ func TestShutdownDrainsThenInterrupts(t *testing.T) {
 	}
 }
 
+// waitStopButton waits until the progress message of the turn in thread
+// root of C1 shows both tool calls done and the Stop button, and returns it.
+func waitStopButton(t testing.TB, h *harness, root string) slacktest.Message {
+	t.Helper()
+	st, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)
+		return len(ms) == 1 && stopValue(ms[0]) != "" && strings.Count(ms[0].Text, "✓") == 2
+	})
+	if err != nil {
+		t.Fatalf("%v\n%+v", err, h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
+	}
+	return st.BotMessages("C1", root, slacktest.DefaultBotID)[0]
+}
+
+// stopClick is user pressing the Stop button of progress from channel;
+// root "" leaves the click's thread out, as for a message outside one.
+func stopClick(user, channel, root string, progress slacktest.Message) slacktest.ButtonClick {
+	return slacktest.ButtonClick{
+		User: user, Channel: channel, MessageTS: progress.TS, ThreadTS: root,
+		ActionID: stopActionID, BlockID: render.StopBlockID, Value: stopValue(progress), Text: "Stop",
+	}
+}
+
 func stopValue(m slacktest.Message) string {
 	for _, b := range m.Blocks {
 		els, _ := b["elements"].([]any)
@@ -805,14 +790,8 @@ func TestTurnTimeout(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
 	h := newHarness(t, harnessOpts{
-		cfg: func(c *Config) { c.TurnTimeout = 200 * time.Millisecond },
-		script: func(r llmtest.Request) llmtest.Reply {
-			rep := readThenAnswer(r)
-			if r.Last().Role == "tool" {
-				rep.Wait = hold.c()
-			}
-			return rep
-		},
+		cfg:    func(c *Config) { c.TurnTimeout = 200 * time.Millisecond },
+		script: heldAnswer(hold),
 	})
 	root := h.mention("C1", "slow", "")
 	lines := h.waitTurns(1)
@@ -1043,13 +1022,7 @@ func TestQuestionPosingAsLoopNote(t *testing.T) {
 func TestAnswerPartRefusedForItsBlocksIsPostedAsText(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
-	h := newHarness(t, harnessOpts{script: func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" {
-			rep.Wait = hold.c()
-		}
-		return rep
-	}})
+	h := newHarness(t, harnessOpts{script: heldAnswer(hold)})
 	root := h.mention("C1", "a question", "")
 	if _, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
 		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)

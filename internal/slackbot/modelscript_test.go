@@ -23,6 +23,19 @@ func question(r llmtest.Request) string {
 	return ""
 }
 
+// heldAnswer is readThenAnswer with its answer held until hold opens: the
+// turn stays running after its tool step, its progress and Stop button on
+// show.
+func heldAnswer(hold *gate) llmtest.Script {
+	return func(r llmtest.Request) llmtest.Reply {
+		rep := readThenAnswer(r)
+		if r.Last().Role == "tool" {
+			rep.Wait = hold.c()
+		}
+		return rep
+	}
+}
+
 // readThenAnswer is the model most tests use: asked a question, it reads
 // README.md and lists the root in one step; given the results, it answers
 // "Answer to: <question>". It is stateless, so concurrent threads cannot

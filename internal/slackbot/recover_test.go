@@ -264,13 +264,7 @@ func TestShutdownThenResume(t *testing.T) {
 	store := session.NewMemory()
 	hold := newGate()
 	t.Cleanup(hold.open)
-	first := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" {
-			rep.Wait = hold.c() // never opened: the drain cuts it
-		}
-		return rep
-	})
+	first := llmtest.New(t, heldAnswer(hold)) // hold never opens: the drain cuts the turn
 	h1 := newHarness(t, harnessOpts{slack: srv, store: store, ai: first, cfg: func(c *Config) { c.DrainTimeout = 20 * time.Millisecond }})
 	root := h1.mention("C1", "what is widget?", "")
 	waitQuestionAnswering(t, h1, "what is widget?")

@@ -14,7 +14,6 @@ import (
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
-	"github.com/askrepo/askrepo/internal/slackbot/render"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
@@ -414,30 +413,14 @@ func TestReplicaStoppedHandsItsThreadOver(t *testing.T) {
 func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
-	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" {
-			rep.Wait = hold.c()
-		}
-		return rep
-	}, nil)
+	p := newReplicaPair(t, heldAnswer(hold), nil)
 	root := p.a.slack.NextTS()
 	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> a long question", root, ""))
 	waitQuestionAnswering(t, p.a, "a long question")
-	st, err := p.a.slack.WaitFor(p.a.ctx(), func(st *slacktest.State) bool {
-		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)
-		return len(ms) == 1 && stopValue(ms[0]) != "" && strings.Count(ms[0].Text, "✓") == 2
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	progress := st.BotMessages("C1", root, slacktest.DefaultBotID)[0]
+	progress := waitStopButton(t, p.a, root)
 	// The turn's value in a click from another channel: refused on the
 	// replica that gets it, the turn goes on.
-	stray := slacktest.ButtonClick{
-		User: "U7", Channel: "C2", MessageTS: progress.TS,
-		ActionID: stopActionID, BlockID: render.StopBlockID, Value: stopValue(progress), Text: "Stop",
-	}
+	stray := stopClick("U7", "C2", "", progress)
 	env, err := p.a.slack.ClickButtonTo(p.connB, stray)
 	if err != nil {
 		t.Fatal(err)
@@ -456,10 +439,7 @@ func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
 		t.Fatalf("a click from another channel asked to stop the turn (by %s)", who)
 	}
 
-	click := slacktest.ButtonClick{
-		User: "U7", Channel: "C1", MessageTS: progress.TS, ThreadTS: root,
-		ActionID: stopActionID, BlockID: render.StopBlockID, Value: stopValue(progress), Text: "Stop",
-	}
+	click := stopClick("U7", "C1", root, progress)
 	env, err = p.a.slack.ClickButtonTo(p.connB, click)
 	if err != nil {
 		t.Fatal(err)
