@@ -41,12 +41,7 @@ func TestFromMention(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, why := fromMention("T1", "Ev1", &tt.ev, self)
-			if why != tt.why {
-				t.Fatalf("reason = %q, want %q", why, tt.why)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("inbound (-want +got):\n%s", diff)
-			}
+			checkInbound(t, got, why, tt.want, tt.why)
 		})
 	}
 }
@@ -92,13 +87,20 @@ func TestFromMessage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, why := fromMessage("T1", "Ev1", &tt.ev, self)
-			if why != tt.why {
-				t.Fatalf("reason = %q, want %q", why, tt.why)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("inbound (-want +got):\n%s", diff)
-			}
+			checkInbound(t, got, why, tt.want, tt.why)
 		})
+	}
+}
+
+// checkInbound compares what a filter made of an event with what it should
+// have: the reason it ignored the event, or else the inbound question.
+func checkInbound(t *testing.T, got inbound, why string, want inbound, wantWhy string) {
+	t.Helper()
+	if why != wantWhy {
+		t.Fatalf("reason = %q, want %q", why, wantWhy)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("inbound (-want +got):\n%s", diff)
 	}
 }
 

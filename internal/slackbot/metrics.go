@@ -32,43 +32,42 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	const ns = "askrepo"
 	m := &metrics{
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "turns_total",
-			Help: "Turns ended, by outcome (answered, stopped, timeout, model_unavailable, …)."}, []string{"outcome"}),
-		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tool_calls_total",
-			Help: "Tool calls, by tool and outcome (ok, error)."}, []string{"tool", "outcome"}),
-		toolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "tool_call_seconds",
+		turns: newCounterVec("turns_total",
+			"Turns ended, by outcome (answered, stopped, timeout, model_unavailable, …).", "outcome"),
+		toolCalls: newCounterVec("tool_calls_total",
+			"Tool calls, by tool and outcome (ok, error).", "tool", "outcome"),
+		toolSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: metricsNamespace, Name: "tool_call_seconds",
 			Help: "Tool call duration.", Buckets: []float64{.005, .01, .05, .1, .5, 1, 5, 30}}, []string{"tool"}),
-		stepSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "llm_step_seconds",
+		stepSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: metricsNamespace, Name: "llm_step_seconds",
 			Help: "Model latency per agent step.", Buckets: []float64{.25, .5, 1, 2, 4, 8, 16, 32, 64}}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "llm_tokens_total",
-			Help: "Tokens used, by kind (prompt, cached: the part of prompt served from cache, completion)."}, []string{"kind"}),
-		slackErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slack_api_errors_total",
-			Help: "Failed Slack Web API calls, by method (429s included)."}, []string{"method"}),
-		slackRateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "slack_api_ratelimited_total",
-			Help: "Slack Web API answers of 429, by method."}, []string{"method"}),
-		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "queue_depth",
-			Help: "Questions waiting for their turn."}),
-		running: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "turns_running",
-			Help: "Turns running now."}),
-		ackSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "socket_ack_seconds",
+		tokens: newCounterVec("llm_tokens_total",
+			"Tokens used, by kind (prompt, cached: the part of prompt served from cache, completion).", "kind"),
+		slackErrors: newCounterVec("slack_api_errors_total",
+			"Failed Slack Web API calls, by method (429s included).", "method"),
+		slackRateLimited: newCounterVec("slack_api_ratelimited_total",
+			"Slack Web API answers of 429, by method.", "method"),
+		queueDepth: newGauge("queue_depth",
+			"Questions waiting for their turn."),
+		running: newGauge("turns_running",
+			"Turns running now."),
+		ackSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: metricsNamespace, Name: "socket_ack_seconds",
 			Help:    "Time from reading an envelope to queueing its ack; Slack retries after 3s.",
 			Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 3}}),
-		ackFailures: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "socket_ack_failures_total",
-			Help: "Envelopes whose ack could not be queued."}),
-		unrecorded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_unrecorded_total",
-			Help: "Events acknowledged although the store could not record them first (it failed or was slow): answered from memory, lost if the process dies before."}),
-		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_ignored_total",
-			Help: "Events not answered, by reason (bot_message, duplicate, subtype, …)."}, []string{"reason"}),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "questions_refused_total",
-			Help: "Questions from channels or users not on the allow-lists."}),
-		connected: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "socket_connected",
-			Help: "1 while the Socket Mode connection is up."}),
-		compactions: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "history_compactions_total",
-			Help: "Thread histories compacted between turns to stay under the context budget."}),
-		citations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "citations_total",
-			Help: "Code citations in posted answers, by result: valid (linked when the repo has a web view) or flagged (no such file, lines past the end)."}, []string{"result"}),
+		ackFailures: newCounter("socket_ack_failures_total",
+			"Envelopes whose ack could not be queued."),
+		unrecorded: newCounter("events_unrecorded_total",
+			"Events acknowledged although the store could not record them first (it failed or was slow): answered from memory, lost if the process dies before."),
+		ignored: newCounterVec("events_ignored_total",
+			"Events not answered, by reason (bot_message, duplicate, subtype, …).", "reason"),
+		refused: newCounter("questions_refused_total",
+			"Questions from channels or users not on the allow-lists."),
+		connected: newGauge("socket_connected",
+			"1 while the Socket Mode connection is up."),
+		compactions: newCounter("history_compactions_total",
+			"Thread histories compacted between turns to stay under the context budget."),
+		citations: newCounterVec("citations_total",
+			"Code citations in posted answers, by result: valid (linked when the repo has a web view) or flagged (no such file, lines past the end).", "result"),
 	}
 	for _, c := range []prometheus.Collector{m.turns, m.toolCalls, m.toolSeconds, m.stepSeconds, m.tokens,
 		m.slackErrors, m.slackRateLimited, m.queueDepth, m.running, m.ackSeconds, m.ackFailures, m.unrecorded,
@@ -78,6 +77,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// metricsNamespace prefixes every series name; the constructors below
+// fill it in for the plain counters and gauges.
+const metricsNamespace = "askrepo"
+
+func newCounter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: metricsNamespace, Name: name, Help: help})
+}
+
+func newCounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metricsNamespace, Name: name, Help: help}, labels)
+}
+
+func newGauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metricsNamespace, Name: name, Help: help})
 }
 
 // health is the body of /healthz.
