@@ -116,21 +116,7 @@ func TestCrashBetweenPartsPostsTheRest(t *testing.T) {
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit code = %d, want 0", code)
 	}
-	parts := w.answers(root)
-	if len(parts) != 3 {
-		t.Fatalf("answer messages = %d, want 3", len(parts))
-	}
-	for i, word := range []string{"alpha", "bravo", "charlie"} {
-		n := 0
-		for _, m := range parts {
-			if strings.Contains(m.AllText(), word) {
-				n++
-			}
-		}
-		if n != 1 || !strings.Contains(parts[i].AllText(), word) {
-			t.Errorf("part %q is in %d messages (want 1, message %d)", word, n, i)
-		}
-	}
+	checkParts(t, w.answers(root), "alpha", "bravo", "charlie")
 	if n := strings.Count(w.threadText(root), "interrupted by a restart"); n != 0 {
 		t.Errorf("the thread was told of the restart %d times; the rest of the answer just follows", n)
 	}

@@ -107,6 +107,14 @@ func (w *replicaWorld) sendTo(conn int, ev slacktest.Event) {
 	}
 }
 
+// mentionOn sends a new top-level mention of the bot with text in C1 to
+// connection conn only (to one replica), and returns the thread's root.
+func (w *replicaWorld) mentionOn(conn int, text string) string {
+	root := w.slack.NextTS()
+	w.sendTo(conn, slacktest.AppMention("C1", "U1", "<@UBOT> "+text, root, ""))
+	return root
+}
+
 // answersIn counts the bot's answers (messages with a markdown block) in a
 // thread of channel.
 func (w *replicaWorld) answersIn(channel, root string) int {
@@ -240,8 +248,7 @@ func TestReplicaKilledMidTurnIsResumedByTheOther(t *testing.T) {
 	a, connA := w.startReplica()
 	b, _ := w.startReplica()
 
-	root := w.slack.NextTS()
-	w.sendTo(connA, slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, ""))
+	root := w.mentionOn(connA, "what does widget do?")
 	w.waitModelRequests(2) // step 1 (read README.md) is stored; step 2 hangs
 	w.model.setScript(readmeThenAnswer)
 	killed := time.Now()
@@ -283,8 +290,7 @@ func TestReplicaFollowUpOnTheOtherKeepsMemory(t *testing.T) {
 	a, connA := w.startReplica()
 	b, connB := w.startReplica()
 
-	root := w.slack.NextTS()
-	w.sendTo(connA, slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, ""))
+	root := w.mentionOn(connA, "what does widget do?")
 	w.waitAnswers(root, 1)
 	w.waitLog(a, `"outcome":"answered"`)
 	w.waitIdle()
@@ -316,8 +322,7 @@ func TestReplicaStopClickOnTheOtherStopsTheAnswer(t *testing.T) {
 	a, connA := w.startReplica()
 	b, connB := w.startReplica()
 
-	root := w.slack.NextTS()
-	w.sendTo(connA, slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, ""))
+	root := w.mentionOn(connA, "what does widget do?")
 	w.waitModelRequests(2) // step 2 hangs until the turn is cancelled
 	var progress slacktest.Message
 	var turnID string
@@ -420,8 +425,7 @@ func TestReplicaKilledBetweenPartsTheOtherPostsTheRest(t *testing.T) {
 	w.env = env
 	b, _ := w.startReplica()
 
-	root := w.slack.NextTS()
-	w.sendTo(connA, slacktest.AppMention("C1", "U1", "<@UBOT> what does widget do?", root, ""))
+	root := w.mentionOn(connA, "what does widget do?")
 	if code := a.waitExit(t); code != -int(syscall.SIGKILL) {
 		t.Fatalf("exit code = %d, want SIGKILL at the crash point\n%s", code, a.logs.String())
 	}
@@ -430,15 +434,7 @@ func TestReplicaKilledBetweenPartsTheOtherPostsTheRest(t *testing.T) {
 	if code := b.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("exit code after SIGTERM = %d, want 0", code)
 	}
-	parts := w.answers(root)
-	if len(parts) != 3 {
-		t.Fatalf("answer messages = %d, want 3", len(parts))
-	}
-	for i, word := range []string{"alpha", "bravo", "charlie"} {
-		if !strings.Contains(parts[i].AllText(), word) {
-			t.Errorf("message %d does not carry part %q", i, word)
-		}
-	}
+	checkParts(t, w.answers(root), "alpha", "bravo", "charlie")
 	if n := len(w.model.Requests()); n != 2 {
 		t.Errorf("model requests = %d, want 2 (the answer is in the store)", n)
 	}

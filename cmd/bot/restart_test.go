@@ -216,6 +216,26 @@ func (w *world) answers(root string) []slacktest.Message {
 	return out
 }
 
+// checkParts checks that an answer was posted as one message per part, in
+// order, each part (a word it carries) in exactly one message.
+func checkParts(t *testing.T, parts []slacktest.Message, words ...string) {
+	t.Helper()
+	if len(parts) != len(words) {
+		t.Fatalf("answer messages = %d, want %d", len(parts), len(words))
+	}
+	for i, word := range words {
+		n := 0
+		for _, m := range parts {
+			if strings.Contains(m.AllText(), word) {
+				n++
+			}
+		}
+		if n != 1 || !strings.Contains(parts[i].AllText(), word) {
+			t.Errorf("part %q is in %d messages (want 1, message %d)", word, n, i)
+		}
+	}
+}
+
 func (w *world) waitAnswers(root string, n int) {
 	w.t.Helper()
 	_, err := w.slack.WaitFor(w.ctx(), func(*slacktest.State) bool { return len(w.answers(root)) >= n })
