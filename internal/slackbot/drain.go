@@ -185,10 +185,38 @@ func (r *replicas) holds(ctx context.Context, d *drainer) bool {
 // could not renew in time), the running turn is cut and posts nothing
 // more: the new holder resumes it.
 func (r *replicas) keepLease(d *drainer) (stop func()) {
+	return r.poll(r.ttl/3, func(ctx context.Context) bool {
+		ok, err := r.store.RenewThread(ctx, d.key, r.owner, r.ttl)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.b.log.Warn("renew a thread lease; trying again", "thread", d.key.String(), "err", err)
+			}
+			return false
+		}
+		if !ok {
+			d.lost.Store(true)
+			id, _ := d.turn.Load().(string)
+			r.b.log.Warn("thread lease taken by another replica; cutting the turn", "thread", d.key.String(), "turn", id)
+			r.b.mu.Lock()
+			rt := r.b.running[id]
+			r.b.mu.Unlock()
+			if rt != nil {
+				rt.cancel(errTakenOver)
+			}
+		}
+		return !ok
+	})
+}
+
+// poll calls check every interval, until check reports that it is done or
+// the returned func is called; that func waits for a check in progress.
+// check's context ends with the returned func only, not with the bot's
+// turn context: whoever started the poll decides when it stops.
+func (r *replicas) poll(interval time.Duration, check func(ctx context.Context) (done bool)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.b.turnCtx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(r.ttl / 3)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
@@ -196,23 +224,7 @@ func (r *replicas) keepLease(d *drainer) (stop func()) {
 				return
 			case <-t.C:
 			}
-			ok, err := r.store.RenewThread(ctx, d.key, r.owner, r.ttl)
-			if err != nil {
-				if ctx.Err() == nil {
-					r.b.log.Warn("renew a thread lease; trying again", "thread", d.key.String(), "err", err)
-				}
-				continue
-			}
-			if !ok {
-				d.lost.Store(true)
-				id, _ := d.turn.Load().(string)
-				r.b.log.Warn("thread lease taken by another replica; cutting the turn", "thread", d.key.String(), "turn", id)
-				r.b.mu.Lock()
-				rt := r.b.running[id]
-				r.b.mu.Unlock()
-				if rt != nil {
-					rt.cancel(errTakenOver)
-				}
+			if check(ctx) {
 				return
 			}
 		}

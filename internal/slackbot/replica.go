@@ -259,38 +259,26 @@ const stopPollInterval = time.Second
 // once another replica recorded a click on it (see onInteraction), until
 // the returned func is called.
 func (r *replicas) watchStops(turnID string) (stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.b.turnCtx))
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(stopPollInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
+	return r.poll(stopPollInterval, func(ctx context.Context) bool {
+		user, err := r.store.StopRequested(ctx, turnID)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.b.log.Warn("look for a Stop click from another replica; trying again", "turn", turnID, "err", err)
 			}
-			user, err := r.store.StopRequested(ctx, turnID)
-			if err != nil {
-				if ctx.Err() == nil {
-					r.b.log.Warn("look for a Stop click from another replica; trying again", "turn", turnID, "err", err)
-				}
-				continue
-			}
-			if user == "" {
-				continue
-			}
-			r.b.mu.Lock()
-			rt := r.b.running[turnID]
-			r.b.mu.Unlock()
-			if rt != nil {
-				r.b.log.Info("stop clicked on another replica", "turn", turnID, "user", user)
-				rt.stop(user)
-			}
-			return
+			return false
 		}
+		if user == "" {
+			return false
+		}
+		r.b.mu.Lock()
+		rt := r.b.running[turnID]
+		r.b.mu.Unlock()
+		if rt != nil {
+			r.b.log.Info("stop clicked on another replica", "turn", turnID, "user", user)
+			rt.stop(user)
+		}
+		return true
 	})
-	return func() { cancel(); wg.Wait() }
 }
 
 // requestStop passes a Stop click for a turn not running here to the
