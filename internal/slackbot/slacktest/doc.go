@@ -15,6 +15,8 @@
 //   - Socket Mode: single-use tickets, a hello frame, WebSocket PINGs on a ticker (the
 //     only timer in the package), events_api / interactive envelopes, acks recorded
 //     with their latency, disconnect frames and abrupt drops.
+//   - A person's messages as Slack delivers them: Mention (an app_mention naming the
+//     bot) and Reply (a message event in a thread), each returning its ts.
 //   - Failure injection per method (429 with Retry-After, HTTP 5xx, Slack error codes).
 //   - Waiting helpers driven by a broadcast on every recorded change, so tests never
 //     sleep.
