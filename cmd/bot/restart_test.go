@@ -260,20 +260,30 @@ func (w *world) mention(text, eventID string) (root string, ev slacktest.Event) 
 	return root, ev
 }
 
+// askAndStop starts the bot, asks text in a new thread (as event eventID;
+// "" for a fresh one), waits for the answer and the turn's log line, and
+// stops the bot with SIGTERM, which must exit 0. It returns the thread's
+// root and the event, for Slack to redeliver.
+func (w *world) askAndStop(text, eventID string) (root string, ev slacktest.Event) {
+	w.t.Helper()
+	p := w.start()
+	root, ev = w.mention(text, eventID)
+	w.waitAnswers(root, 1)
+	w.waitLog(p, `"msg":"turn"`)
+	if code := p.stop(w.t, syscall.SIGTERM); code != 0 {
+		w.t.Fatalf("exit code after SIGTERM = %d, want 0\n%s", code, p.logs.String())
+	}
+	return root, ev
+}
+
 // A stop with SIGTERM exits 0; the next start on the same data dir
 // remembers the thread, answers a redelivered event once, and `bot
 // sessions` shows the thread with its totals.
 func TestRestartRemembers(t *testing.T) {
 	w := newWorld(t)
-	p := w.start()
-	root, first := w.mention("what does widget do?", "EvFirst")
-	w.waitAnswers(root, 1)
-	w.waitLog(p, `"msg":"turn"`)
-	if code := p.stop(t, syscall.SIGTERM); code != 0 {
-		t.Fatalf("exit code after SIGTERM = %d, want 0\n%s", code, p.logs.String())
-	}
+	root, first := w.askAndStop("what does widget do?", "EvFirst")
 
-	p = w.start()
+	p := w.start()
 	// Slack redelivers the first event after the restart.
 	env := w.slack.SendEvent(first.Retry(1, "timeout"))
 	if _, err := w.slack.WaitAck(w.ctx(), env); err != nil {
@@ -377,15 +387,9 @@ func TestRestartResumesCutTurn(t *testing.T) {
 // thread's idle time purges it, and `bot sessions` no longer lists it.
 func TestRestartPurgesIdleSessions(t *testing.T) {
 	w := newWorld(t)
-	p := w.start()
-	root, _ := w.mention("what does widget do?", "")
-	w.waitAnswers(root, 1)
-	w.waitLog(p, `"msg":"turn"`)
-	if code := p.stop(t, syscall.SIGTERM); code != 0 {
-		t.Fatalf("exit code = %d", code)
-	}
+	w.askAndStop("what does widget do?", "")
 	w.env = append(w.env, "BOT_RETENTION=1ms") // the last value wins
-	p = w.start()
+	p := w.start()
 	w.waitLog(p, `"msg":"purged idle sessions"`)
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit code = %d", code)
