@@ -84,18 +84,15 @@ func (s *Postgres) ClaimUnfinished(ctx context.Context, owner string, ttl time.D
 		if err != nil {
 			return err
 		}
+		won, err := collectRows(rows, scanKey)
+		rows.Close()
+		if err != nil {
+			return err
+		}
 		var teams, channels, threads []string
-		for rows.Next() {
-			var k Key
-			if err := rows.Scan(&k.Team, &k.Channel, &k.Thread); err != nil {
-				rows.Close()
-				return err
-			}
+		for _, k := range won {
 			teams, channels, threads = append(teams, k.Team), append(channels, k.Channel), append(threads, k.Thread)
 			out = append(out, Claim{Key: k})
-		}
-		if err := rows.Err(); err != nil {
-			return err
 		}
 		if len(out) == 0 {
 			return nil

@@ -97,19 +97,18 @@ func (s *SQLite) ClaimUnfinished(ctx context.Context, owner string, ttl time.Dur
 		if err != nil {
 			return err
 		}
+		keys, err := collectRows(rows, scanKey)
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
 		var queued []Claim
-		for rows.Next() {
-			var k Key
-			if err := rows.Scan(&k.Team, &k.Channel, &k.Thread); err != nil {
-				rows.Close()
-				return err
-			}
+		for _, k := range keys {
 			if _, ok := byKey[k]; !ok {
 				queued = append(queued, Claim{Key: k})
 			}
-		}
-		if err := rows.Close(); err != nil {
-			return err
 		}
 		slices.SortFunc(queued, byOldestTurn)
 		out = append(out, queued...)

@@ -136,6 +136,13 @@ func scanTurn(sc scanner) (Turn, error) {
 	return t, err
 }
 
+// scanKey reads a row of team, channel, thread: the key of a thread.
+func scanKey(sc scanner) (Key, error) {
+	var k Key
+	err := sc.Scan(&k.Team, &k.Channel, &k.Thread)
+	return k, err
+}
+
 // scanReceived reads a row of key, data, received from inbox.
 func scanReceived(sc scanner) (Received, error) {
 	var r Received
