@@ -110,8 +110,11 @@ func (w *replicaWorld) sendTo(conn int, ev slacktest.Event) {
 // mentionOn sends a new top-level mention of the bot with text in C1 to
 // connection conn only (to one replica), and returns the thread's root.
 func (w *replicaWorld) mentionOn(conn int, text string) string {
-	root := w.slack.NextTS()
-	w.sendTo(conn, slacktest.AppMention("C1", "U1", "<@UBOT> "+text, root, ""))
+	w.t.Helper()
+	root, err := w.slack.MentionTo(conn, "C1", "U1", text, "")
+	if err != nil {
+		w.t.Fatal(err)
+	}
 	return root
 }
 
@@ -295,7 +298,9 @@ func TestReplicaFollowUpOnTheOtherKeepsMemory(t *testing.T) {
 	w.waitLog(a, `"outcome":"answered"`)
 	w.waitIdle()
 
-	w.sendTo(connB, slacktest.UserMessage("C1", "channel", "U1", "and how are sprockets made?", w.slack.NextTS(), root))
+	if _, err := w.slack.ReplyTo(connB, "C1", "U1", "and how are sprockets made?", root); err != nil {
+		t.Fatal(err)
+	}
 	w.waitAnswers(root, 2)
 	w.waitLog(b, `"outcome":"answered"`)
 	if n := countIn(`"outcome":"answered"`, a); n != 1 {

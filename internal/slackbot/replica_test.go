@@ -68,6 +68,28 @@ func (p *replicaPair) send(t *testing.T, conn int, ev slacktest.Event) {
 	}
 }
 
+// mention sends a new top-level mention of the bot with text in channel,
+// on connection conn only, and returns the thread's root.
+func (p *replicaPair) mention(t *testing.T, conn int, channel, text string) string {
+	t.Helper()
+	ts, err := p.a.slack.MentionTo(conn, channel, "U1", text, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
+// reply sends text as a reply in the thread root of channel, on
+// connection conn only, and returns its ts.
+func (p *replicaPair) reply(t *testing.T, conn int, channel, text, root string) string {
+	t.Helper()
+	ts, err := p.a.slack.ReplyTo(conn, channel, "U1", text, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
+}
+
 // turnLines are the turn summaries both replicas logged.
 func (p *replicaPair) turnLines() []map[string]any {
 	return append(p.a.logLines("turn"), p.b.logLines("turn")...)
@@ -103,8 +125,7 @@ func TestReplicasAnswerAnEventOnce(t *testing.T) {
 	if envs := p.a.slack.SendEventEach(slacktest.AppMention("C1", "U1", "<@UBOT> first?", root, "")); len(envs) != 2 {
 		t.Fatalf("delivered to %d connections, want 2", len(envs))
 	}
-	root2 := p.a.slack.NextTS()
-	p.send(t, p.connA, slacktest.AppMention("C2", "U1", "<@UBOT> second?", root2, ""))
+	root2 := p.mention(t, p.connA, "C2", "second?")
 	p.send(t, p.connB, slacktest.UserMessage("C2", "channel", "U1", "<@UBOT> second?", root2, ""))
 	p.waitTurns(t, 2)
 	p.send(t, p.connA, slacktest.AppMention("C3", "U1", "<@UBOT> barrier", p.a.slack.NextTS(), ""))
@@ -140,12 +161,10 @@ func TestReplicasKeepThreadOrderAndMemory(t *testing.T) {
 		}
 		return rep
 	}, nil)
-	root := p.a.slack.NextTS()
-	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> Q1", root, ""))
+	root := p.mention(t, p.connA, "C1", "Q1")
 	waitQuestionAnswering(t, p.a, "Q1")
 
-	q2 := p.a.slack.NextTS()
-	p.send(t, p.connB, slacktest.UserMessage("C1", "channel", "U1", "Q2", q2, root))
+	q2 := p.reply(t, p.connB, "C1", "Q2", root)
 	p.b.waitReaction("C1", q2, reactQueued)
 	if slices.Contains(questions(p.a.ai.Requests()), "Q2") {
 		t.Fatal("Q2 reached the model while Q1 was still running on the other replica")
@@ -163,8 +182,7 @@ func TestReplicasKeepThreadOrderAndMemory(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	q3 := p.a.slack.NextTS()
-	p.send(t, p.connB, slacktest.UserMessage("C1", "channel", "U1", "Q3", q3, root))
+	q3 := p.reply(t, p.connB, "C1", "Q3", root)
 	p.a.waitReaction("C1", q3, reactDone)
 	p.waitTurns(t, 3)
 
@@ -222,8 +240,7 @@ func TestReplicaTakesOverAThreadWhoseLeaseExpired(t *testing.T) {
 		c.Shared = &stallable{Shared: c.Shared}
 	})
 	stall := p.a.bot.cfg.Shared.(*stallable)
-	root := p.a.slack.NextTS()
-	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> what is widget?", root, ""))
+	root := p.mention(t, p.connA, "C1", "what is widget?")
 	waitQuestionAnswering(t, p.a, "what is widget?")
 
 	stall.stalled.Store(true)
@@ -301,8 +318,7 @@ func TestReplicaLosingItsLeaseBeforePostingLeavesTheAnswerToTheOther(t *testing.
 		paused.Store = c.Store
 		c.Store = paused
 	})
-	root := p.a.slack.NextTS()
-	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> what is widget?", root, ""))
+	root := p.mention(t, p.connA, "C1", "what is widget?")
 	select {
 	case <-paused.stored:
 	case <-p.a.ctx().Done():
@@ -371,11 +387,9 @@ func TestReplicaStoppedHandsItsThreadOver(t *testing.T) {
 	}, func(name string, c *Config) {
 		c.LeaseTTL, c.DrainTimeout = time.Hour, 100*time.Millisecond
 	})
-	root := p.a.slack.NextTS()
-	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> Q1", root, ""))
+	root := p.mention(t, p.connA, "C1", "Q1")
 	waitQuestionAnswering(t, p.a, "Q1")
-	q2 := p.a.slack.NextTS()
-	p.send(t, p.connA, slacktest.UserMessage("C1", "channel", "U1", "Q2", q2, root))
+	q2 := p.reply(t, p.connA, "C1", "Q2", root)
 	p.a.waitReaction("C1", q2, reactQueued)
 
 	if err := p.a.stop(); err != nil {
@@ -414,8 +428,7 @@ func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
 	p := newReplicaPair(t, heldAnswer(hold), nil)
-	root := p.a.slack.NextTS()
-	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> a long question", root, ""))
+	root := p.mention(t, p.connA, "C1", "a long question")
 	waitQuestionAnswering(t, p.a, "a long question")
 	progress := waitStopButton(t, p.a, root)
 	// The turn's value in a click from another channel: refused on the
@@ -512,20 +525,17 @@ func TestReplicasFollowUpBeforeTheFirstTurnIsStored(t *testing.T) {
 			c.MaxConcurrent = 1
 		}
 	})
-	other := p.a.slack.NextTS()
-	p.send(t, p.connA, slacktest.AppMention("C0", "U1", "<@UBOT> Q0", other, ""))
+	p.mention(t, p.connA, "C0", "Q0")
 	waitQuestionAnswering(t, p.a, "Q0") // replica a's only slot is taken
 
-	root := p.a.slack.NextTS()
-	p.send(t, p.connA, slacktest.AppMention("C1", "U1", "<@UBOT> Q1", root, ""))
+	root := p.mention(t, p.connA, "C1", "Q1")
 	p.a.waitReaction("C1", root, reactQueued)
 	key := session.Key{Team: "T1", Channel: "C1", Thread: root}
 	if _, ok, _ := p.a.store.Session(p.a.ctx(), key); ok {
 		t.Fatal("Q1's session is stored already; the case needs a thread with none")
 	}
 
-	q2 := p.a.slack.NextTS()
-	p.send(t, p.connB, slacktest.UserMessage("C1", "channel", "U1", "Q2", q2, root))
+	q2 := p.reply(t, p.connB, "C1", "Q2", root)
 	ctx := p.a.ctx()
 	for {
 		if m, _ := p.a.slack.Message("C1", q2); slices.Contains(m.Reactions, reactQueued) {

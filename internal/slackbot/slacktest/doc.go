@@ -16,7 +16,8 @@
 //     only timer in the package), events_api / interactive envelopes, acks recorded
 //     with their latency, disconnect frames and abrupt drops.
 //   - A person's messages as Slack delivers them: Mention (an app_mention naming the
-//     bot) and Reply (a message event in a thread), each returning its ts.
+//     bot) and Reply (a message event in a thread), each returning its ts, and
+//     MentionTo and ReplyTo for one connection of several.
 //   - Failure injection per method (429 with Retry-After, HTTP 5xx, Slack error codes).
 //   - Waiting helpers driven by a broadcast on every recorded change, so tests never
 //     sleep.

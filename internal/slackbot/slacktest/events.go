@@ -227,9 +227,22 @@ func (s *Server) SendEvent(ev Event) string {
 // returns the message's ts, for a top-level mention the root of the thread
 // the bot answers in.
 func (s *Server) Mention(channel, user, text, threadTS string) string {
-	ts := s.NextTS()
-	s.SendEvent(AppMention(channel, user, "<@"+s.cfg.BotUserID+"> "+text, ts, threadTS))
+	ev, ts := s.mention(channel, user, text, threadTS)
+	s.SendEvent(ev)
 	return ts
+}
+
+// MentionTo is Mention delivered on connection conn only, as Slack does
+// when it picks that one of the app's connections.
+func (s *Server) MentionTo(conn int, channel, user, text, threadTS string) (string, error) {
+	ev, ts := s.mention(channel, user, text, threadTS)
+	_, err := s.SendEventTo(conn, ev)
+	return ts, err
+}
+
+func (s *Server) mention(channel, user, text, threadTS string) (Event, string) {
+	ts := s.NextTS()
+	return AppMention(channel, user, "<@"+s.cfg.BotUserID+"> "+text, ts, threadTS), ts
 }
 
 // Reply sends what Slack sends when user posts text in the thread rooted at
@@ -239,9 +252,21 @@ func (s *Server) Mention(channel, user, text, threadTS string) string {
 // top-level, as a direct message that starts a thread. It returns the
 // message's ts.
 func (s *Server) Reply(channel, user, text, threadTS string) string {
-	ts := s.NextTS()
-	s.SendEvent(UserMessage(channel, channelType(channel), user, text, ts, threadTS))
+	ev, ts := s.reply(channel, user, text, threadTS)
+	s.SendEvent(ev)
 	return ts
+}
+
+// ReplyTo is Reply delivered on connection conn only.
+func (s *Server) ReplyTo(conn int, channel, user, text, threadTS string) (string, error) {
+	ev, ts := s.reply(channel, user, text, threadTS)
+	_, err := s.SendEventTo(conn, ev)
+	return ts, err
+}
+
+func (s *Server) reply(channel, user, text, threadTS string) (Event, string) {
+	ts := s.NextTS()
+	return UserMessage(channel, channelType(channel), user, text, ts, threadTS), ts
 }
 
 // eventFrame records ev (and its message) and builds its envelope, for

@@ -67,3 +67,46 @@ func TestRoutingToConnections(t *testing.T) {
 		t.Error("SendEventTo an unknown connection succeeded")
 	}
 }
+
+// MentionTo and ReplyTo send what Mention and Reply send, on the one
+// connection they name; an unknown connection is an error.
+func TestMentionAndReplyToOneConnection(t *testing.T) {
+	srv := newServer(t)
+	sm1 := runSocketMode(t, srv)
+	if err := srv.WaitConnected(waitCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	sm2 := runSocketMode(t, srv)
+	if err := srv.WaitConnected(waitCtx(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	conns := srv.LiveConns()
+	inner := func(sm *socketmode.Client) any {
+		t.Helper()
+		return nextEvent(t, sm, socketmode.EventTypeEventsAPI).Data.(slackevents.EventsAPIEvent).InnerEvent.Data
+	}
+
+	root, err := srv.MentionTo(conns[1], "C1", "U1", "first?", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := inner(sm2).(*slackevents.AppMentionEvent); !ok || m.Text != "<@UBOT> first?" || m.TimeStamp != root || m.ThreadTimeStamp != "" {
+		t.Errorf("connection 2 got %+v, want the top-level mention at %s", m, root)
+	}
+	reply, err := srv.ReplyTo(conns[0], "C1", "U1", "and then?", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := inner(sm1).(*slackevents.MessageEvent); !ok || m.Text != "and then?" || m.TimeStamp != reply || m.ThreadTimeStamp != root || m.ChannelType != "channel" {
+		t.Errorf("connection 1 got %+v, want the reply at %s in thread %s", m, reply, root)
+	}
+	if st := srv.Snapshot(); st.Envelopes[0].Conn != conns[1] || st.Envelopes[1].Conn != conns[0] {
+		t.Errorf("envelopes went to connections %d and %d, want %d and %d", st.Envelopes[0].Conn, st.Envelopes[1].Conn, conns[1], conns[0])
+	}
+	if _, err := srv.MentionTo(99, "C1", "U1", "nobody?", ""); err == nil {
+		t.Error("MentionTo an unknown connection succeeded")
+	}
+	if _, err := srv.ReplyTo(99, "C1", "U1", "nobody?", root); err == nil {
+		t.Error("ReplyTo an unknown connection succeeded")
+	}
+}
