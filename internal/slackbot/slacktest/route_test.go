@@ -10,20 +10,27 @@ import (
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
+// twoClients connects two Socket Mode clients of one app to srv, one after
+// the other, and returns them with their connections, in that order.
+func twoClients(t *testing.T, srv *slacktest.Server) (sm1, sm2 *socketmode.Client, conns []int) {
+	t.Helper()
+	sm1 = runSocketMode(t, srv)
+	if err := srv.WaitConnected(waitCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	sm2 = runSocketMode(t, srv)
+	if err := srv.WaitConnected(waitCtx(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	return sm1, sm2, srv.LiveConns()
+}
+
 // Two clients of one app: SendEventEach gives each the same event_id in an
 // envelope of its own, SendEventTo reaches only the connection it names,
 // and a connection that is gone is an error, not a silent reroute.
 func TestRoutingToConnections(t *testing.T) {
 	srv := newServer(t)
-	sm1 := runSocketMode(t, srv)
-	if err := srv.WaitConnected(waitCtx(t), 1); err != nil {
-		t.Fatal(err)
-	}
-	sm2 := runSocketMode(t, srv)
-	if err := srv.WaitConnected(waitCtx(t), 2); err != nil {
-		t.Fatal(err)
-	}
-	conns := srv.LiveConns()
+	sm1, sm2, conns := twoClients(t, srv)
 	if len(conns) != 2 {
 		t.Fatalf("LiveConns = %v, want two", conns)
 	}
@@ -72,15 +79,7 @@ func TestRoutingToConnections(t *testing.T) {
 // connection they name; an unknown connection is an error.
 func TestMentionAndReplyToOneConnection(t *testing.T) {
 	srv := newServer(t)
-	sm1 := runSocketMode(t, srv)
-	if err := srv.WaitConnected(waitCtx(t), 1); err != nil {
-		t.Fatal(err)
-	}
-	sm2 := runSocketMode(t, srv)
-	if err := srv.WaitConnected(waitCtx(t), 2); err != nil {
-		t.Fatal(err)
-	}
-	conns := srv.LiveConns()
+	sm1, sm2, conns := twoClients(t, srv)
 	inner := func(sm *socketmode.Client) any {
 		t.Helper()
 		return nextEvent(t, sm, socketmode.EventTypeEventsAPI).Data.(slackevents.EventsAPIEvent).InnerEvent.Data
