@@ -118,6 +118,20 @@ func (w *replicaWorld) mentionOn(conn int, text string) string {
 	return root
 }
 
+// heldOnA starts replicas a and b and asks a question in a new thread on
+// a's connection, with a model that holds its answer after the turn's
+// tool step; it returns once that step is stored and the answer asked for,
+// with b's connection and the thread's root.
+func (w *replicaWorld) heldOnA() (a, b *proc, connB int, root string) {
+	w.t.Helper()
+	w.model.setScript(holdAfterTools)
+	a, connA := w.startReplica()
+	b, connB = w.startReplica()
+	root = w.mentionOn(connA, "what does widget do?")
+	w.waitModelRequests(2)
+	return a, b, connB, root
+}
+
 // answersIn counts the bot's answers (messages with a markdown block) in a
 // thread of channel.
 func (w *replicaWorld) answersIn(channel, root string) int {
@@ -247,12 +261,7 @@ func TestReplicasBurstOfFifty(t *testing.T) {
 // once.
 func TestReplicaKilledMidTurnIsResumedByTheOther(t *testing.T) {
 	w := newReplicaWorld(t)
-	w.model.setScript(holdAfterTools)
-	a, connA := w.startReplica()
-	b, _ := w.startReplica()
-
-	root := w.mentionOn(connA, "what does widget do?")
-	w.waitModelRequests(2) // step 1 (read README.md) is stored; step 2 hangs
+	a, b, _, root := w.heldOnA() // step 1 (read README.md) is stored; step 2 hangs
 	w.model.setScript(readmeThenAnswer)
 	killed := time.Now()
 	if code := a.stop(t, syscall.SIGKILL); code != -int(syscall.SIGKILL) {
@@ -323,12 +332,7 @@ func TestReplicaFollowUpOnTheOtherKeepsMemory(t *testing.T) {
 // running it, which says who stopped it.
 func TestReplicaStopClickOnTheOtherStopsTheAnswer(t *testing.T) {
 	w := newReplicaWorld(t)
-	w.model.setScript(holdAfterTools)
-	a, connA := w.startReplica()
-	b, connB := w.startReplica()
-
-	root := w.mentionOn(connA, "what does widget do?")
-	w.waitModelRequests(2) // step 2 hangs until the turn is cancelled
+	a, b, connB, root := w.heldOnA() // step 2 hangs until the turn is cancelled
 	var progress slacktest.Message
 	var turnID string
 	if _, err := w.slack.WaitFor(w.ctx(), func(st *slacktest.State) bool {
