@@ -73,8 +73,9 @@ func TestImportRules(t *testing.T) {
 		{"internal/budget imports no other internal package but llm", func(pkg, dep string) bool {
 			return pkg == "internal/budget" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/llm"
 		}},
-		{"internal/slackbot/render imports no other internal package but mdscan", func(pkg, dep string) bool {
-			return pkg == "internal/slackbot/render" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/mdscan"
+		{"internal/slackbot/render imports no other internal package but the leaves mdscan and gitexec (ShortCommit)", func(pkg, dep string) bool {
+			return pkg == "internal/slackbot/render" && strings.HasPrefix(dep, mod+"internal/") &&
+				dep != mod+"internal/mdscan" && dep != mod+"internal/gitexec"
 		}},
 		{"internal/session imports no other internal package but llm (the budget is its callers')", func(pkg, dep string) bool {
 			return pkg == "internal/session" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/llm"

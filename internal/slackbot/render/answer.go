@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/askrepo/askrepo/internal/gitexec"
 )
 
 // maxAnswerMessages bounds the messages of one answer: 120,000 characters,
@@ -95,10 +97,7 @@ func fmtDuration(d time.Duration) string {
 }
 
 func repoAt(repo, commit string) string {
-	repo, commit = strings.TrimSpace(repo), strings.TrimSpace(commit)
-	if len(commit) > 7 {
-		commit = commit[:7]
-	}
+	repo, commit = strings.TrimSpace(repo), gitexec.ShortCommit(strings.TrimSpace(commit))
 	switch {
 	case repo != "" && commit != "":
 		return repo + "@" + commit

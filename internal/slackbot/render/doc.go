@@ -11,6 +11,7 @@
 // concurrent use. Posting, updating and retrying are the slackbot package's.
 //
 // It imports slack-go for the block types and no other internal package
-// but the Markdown scanner mdscan, which cite shares, so that what the
-// renderer leaves alone as code is what the citation checker leaves alone.
+// but two leaves: the Markdown scanner mdscan, which cite shares, so that
+// what the renderer leaves alone as code is what the citation checker
+// leaves alone; and gitexec, for the one way a commit is shortened.
 package render
