@@ -10,6 +10,10 @@ type Options struct {
 	Git GitOptions
 	// Search configures search_code.
 	Search SearchCodeOptions
+	// Index, when set, gives the tools the code index of the checkout's
+	// commit (see CodeIndex): search_code narrows its scan through it, and
+	// the symbol tools answer from it.
+	Index IndexSource
 }
 
 // Every tool is run, summarized and described by the registry.
