@@ -41,9 +41,12 @@ func TestImportRules(t *testing.T) {
 		{"internal/gitexec imports no other internal package", func(pkg, dep string) bool {
 			return strings.HasPrefix(pkg, "internal/gitexec") && strings.HasPrefix(dep, mod+"internal/") && !strings.HasPrefix(dep, mod+"internal/gitexec")
 		}},
-		{"internal/tools imports no other internal package but gitexec and search", func(pkg, dep string) bool {
+		{"internal/tools imports no other internal package but the leaves gitexec, search and symbols", func(pkg, dep string) bool {
 			return pkg == "internal/tools" && strings.HasPrefix(dep, mod+"internal/") &&
-				dep != mod+"internal/gitexec" && dep != mod+"internal/search"
+				dep != mod+"internal/gitexec" && dep != mod+"internal/search" && dep != mod+"internal/symbols"
+		}},
+		{"internal/symbols imports no other internal package", func(pkg, dep string) bool {
+			return pkg == "internal/symbols" && strings.HasPrefix(dep, mod+"internal/")
 		}},
 		{"internal/search imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/search" && strings.HasPrefix(dep, mod+"internal/")

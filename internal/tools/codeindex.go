@@ -1,5 +1,7 @@
 package tools
 
+import "github.com/askrepo/askrepo/internal/symbols"
+
 // CodeIndex is what the code-intelligence tools and search_code ask of an
 // index of one checkout at one commit: which files can hold a literal, where
 // a symbol is defined, where an identifier is used, and which files matter
@@ -18,14 +20,14 @@ type CodeIndex interface {
 	Candidates(lits []string, fold bool) (files []string, ok bool)
 	// Definitions returns the symbols named name, or "Container.Name"
 	// (e.g. "Client.Do"); case-insensitively when fold is set. Unranked.
-	Definitions(name string, fold bool) []Symbol
+	Definitions(name string, fold bool) []symbols.Symbol
 	// SymbolNames returns every distinct symbol name, for suggesting close
 	// names when nothing matches.
 	SymbolNames() []string
 	// References returns where the identifier name occurs, its definitions
 	// included (Def set), in path and line order. In Go files only
 	// identifiers count, not comments or strings.
-	References(name string) []Occurrence
+	References(name string) []symbols.Occurrence
 	// Files returns every indexed file with its symbols in line order,
 	// most referenced first (references into its symbols from other
 	// files).
@@ -36,42 +38,11 @@ type CodeIndex interface {
 	Note() string
 }
 
-// Symbol is one definition.
-type Symbol struct {
-	Name string
-	// Kind is the kind of definition: func, method, type, interface,
-	// struct, const, var, field, class, function, module …
-	Kind string
-	// Container is the enclosing type or class ("Client" for Client.Do), or
-	// "".
-	Container string
-	// Signature is the definition's first line as written, trimmed
-	// ("func (c *Client) Do(req *Request) (*Response, error)").
-	Signature string
-	Path      string // slash-separated, relative to the workspace root
-	Line      int    // 1-based first line
-	EndLine   int    // last line; Line when not known
-	Doc       string // the first line of its doc comment, or ""
-	Lang      string // "go", or the language ctags names
-	Exported  bool
-	Test      bool // defined in a test file
-	Generated bool // defined in a generated file
-}
-
-// Occurrence is one use (or the definition) of an identifier.
-type Occurrence struct {
-	Path string
-	Line int
-	Def  bool
-	// Text is the line, trimmed, clipped to a few hundred bytes.
-	Text string
-}
-
 // FileSymbols is one file of the index and the symbols it defines.
 type FileSymbols struct {
 	Path    string
 	Refs    int // references into this file's symbols from other files
-	Symbols []Symbol
+	Symbols []symbols.Symbol
 }
 
 // IndexSource gives a tool the index of the checkout it reads, when one is
