@@ -41,9 +41,9 @@ func TestImportRules(t *testing.T) {
 		{"internal/gitexec imports no other internal package", func(pkg, dep string) bool {
 			return strings.HasPrefix(pkg, "internal/gitexec") && strings.HasPrefix(dep, mod+"internal/") && !strings.HasPrefix(dep, mod+"internal/gitexec")
 		}},
-		{"internal/tools imports no other internal package but the leaves gitexec, search and symbols", func(pkg, dep string) bool {
+		{"internal/tools imports no other internal package but the leaves gitexec, search, symbols and ctxio", func(pkg, dep string) bool {
 			return pkg == "internal/tools" && strings.HasPrefix(dep, mod+"internal/") &&
-				dep != mod+"internal/gitexec" && dep != mod+"internal/search" && dep != mod+"internal/symbols"
+				dep != mod+"internal/gitexec" && dep != mod+"internal/search" && dep != mod+"internal/symbols" && dep != mod+"internal/ctxio"
 		}},
 		{"internal/symbols imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/symbols" && strings.HasPrefix(dep, mod+"internal/")
@@ -63,9 +63,12 @@ func TestImportRules(t *testing.T) {
 		{"internal/config imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/config" && strings.HasPrefix(dep, mod+"internal/")
 		}},
-		{"internal/cite imports no other internal package but gitexec and mdscan", func(pkg, dep string) bool {
+		{"internal/cite imports no other internal package but gitexec, mdscan and ctxio", func(pkg, dep string) bool {
 			return pkg == "internal/cite" && strings.HasPrefix(dep, mod+"internal/") &&
-				dep != mod+"internal/gitexec" && dep != mod+"internal/mdscan"
+				dep != mod+"internal/gitexec" && dep != mod+"internal/mdscan" && dep != mod+"internal/ctxio"
+		}},
+		{"internal/ctxio imports no other internal package", func(pkg, dep string) bool {
+			return pkg == "internal/ctxio" && strings.HasPrefix(dep, mod+"internal/")
 		}},
 		{"internal/mdscan imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/mdscan" && strings.HasPrefix(dep, mod+"internal/")

@@ -10,10 +10,11 @@
 // (path#L10, path:L10-L20, `path` lines 10-20, Go's file.go:12:5) and bare
 // paths in inline code. Fenced code blocks are never read or changed.
 //
-// The package imports no other internal package but two leaves: gitexec,
-// which runs its git, and mdscan, whose reading of Markdown's code spans,
+// The package imports no other internal package but three leaves: gitexec,
+// which runs its git, mdscan, whose reading of Markdown's code spans,
 // fences and links the Slack renderer shares, so that a citation is never
-// found in what Slack shows as code. Callers hand it a Checker
+// found in what Slack shows as code, and ctxio, which stops a count of a
+// file's lines when the check's context ends. Callers hand it a Checker
 // (GitChecker over a repository at a fixed commit, FSChecker over a plain
 // directory) and a Web view derived from the remote or from configuration.
 // All functions are safe for concurrent use; GitChecker and FSChecker are too.

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/askrepo/askrepo/internal/ctxio"
 )
 
 // FSChecker is a Checker over a plain directory, for checkouts that are not
@@ -72,7 +73,7 @@ func (f *FSChecker) Lines(ctx context.Context, path string) (int, error) {
 	if !st.Mode().IsRegular() {
 		return 0, &fs.PathError{Op: "lines", Path: path, Err: fs.ErrNotExist}
 	}
-	n, last, err := countLines(ctxReader{ctx, file}, make([]byte, 32<<10))
+	n, last, err := countLines(ctxio.Reader{Ctx: ctx, R: file}, make([]byte, 32<<10))
 	if err != nil {
 		return 0, fmt.Errorf("lines %s: %w", path, err)
 	}
@@ -80,17 +81,4 @@ func (f *FSChecker) Lines(ctx context.Context, path string) (int, error) {
 		n++
 	}
 	return n, nil
-}
-
-// ctxReader stops a long read when ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

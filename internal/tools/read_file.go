@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/askrepo/askrepo/internal/ctxio"
 )
 
 // ReadFileName is the name the model calls read_file by.
@@ -104,7 +106,9 @@ func (r *ReadFile) Run(ctx context.Context, input json.RawMessage) (Output, erro
 	if fi.Size() == 0 {
 		return Output{Text: fmt.Sprintf("%s is empty (0 bytes).", rel), Refs: []Ref{{Path: rel}}}, nil
 	}
-	br := bufio.NewReaderSize(ctxReader{ctx: ctx, r: f}, 64*1024)
+	// bufio reads 64 KB at a time, so a read of any size looks at ctx that
+	// often.
+	br := bufio.NewReaderSize(ctxio.Reader{Ctx: ctx, R: f}, 64*1024)
 	head, err := br.Peek(binarySniff)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return Output{}, fmt.Errorf("read %s: %w", rel, err)
@@ -125,7 +129,7 @@ func (r *ReadFile) Run(ctx context.Context, input json.RawMessage) (Output, erro
 
 // readLines numbers lines offset..offset+limit-1 and reads on to the end
 // to count the total, which the footer needs to tell where to continue. br
-// reads through a ctxReader: a file of any size, or one line of any length,
+// reads through a ctxio.Reader: a file of any size, or one line of any length,
 // ends the read when ctx does. If that happens once the page is complete,
 // the page is returned with a footer that says the total is unknown. last
 // is the last line shown, and cut says the page ends before the file does
@@ -180,20 +184,6 @@ func readLines(ctx context.Context, br *bufio.Reader, rel string, offset, limit 
 		fmt.Fprintf(&out, "[lines %d–%d of %d%s; continue with offset=%d]\n", offset, last, total, note, last+1)
 	}
 	return out.String(), last, last < total, nil
-}
-
-// ctxReader fails every read once ctx has ended. bufio reads 64 KB at a
-// time, so a read of any size looks at ctx that often.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 // readLine reads one line of any length, keeping at most maxKeep bytes of

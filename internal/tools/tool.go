@@ -4,10 +4,11 @@
 // and the Workspace that confines every file access to the checkout.
 //
 // It must not import any other internal package but the leaves gitexec, the
-// one way git is run, search, the engine behind search_code, and symbols,
-// which reads a file's definitions: the agent
-// adapts these types to the model's, and the front ends read Result.Refs
-// and Registry.Describe rather than a tool's arguments or text.
+// one way git is run, search, the engine behind search_code, symbols,
+// which reads a file's definitions, and ctxio, which stops a file's read
+// when its call ends: the agent adapts these types to the model's, and the
+// front ends read Result.Refs and Registry.Describe rather than a tool's
+// arguments or text.
 package tools
 
 import (
