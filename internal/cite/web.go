@@ -214,7 +214,8 @@ func ParseWeb(base string, kind Kind) (Web, error) {
 // Path segments are escaped (spaces, #, ?, parentheses, non-ASCII); slashes
 // are kept.
 func (w Web) Permalink(commit, path string, start, end int) string {
-	if w.Base == "" || commit == "" {
+	f, ok := linkForms[w.Kind]
+	if w.Base == "" || commit == "" || !ok {
 		return ""
 	}
 	base := strings.TrimRight(w.Base, "/")
@@ -222,45 +223,35 @@ func (w Web) Permalink(commit, path string, start, end int) string {
 	if end < start {
 		end = start
 	}
-	var u, anchor string
-	switch w.Kind {
-	case KindGitHub:
-		u = base + "/blob/" + c + "/" + p
-		anchor = lineAnchor("#L", "-L", start, end)
-	case KindGitLab:
-		u = base + "/-/blob/" + c + "/" + p
-		anchor = lineAnchor("#L", "-", start, end)
-	case KindBitbucket:
-		u = base + "/src/" + c + "/" + p
-		anchor = lineAnchor("#lines-", ":", start, end)
-	case KindGitea:
-		u = base + "/src/commit/" + c + "/" + p
-		anchor = lineAnchor("#L", "-L", start, end)
-	default:
-		return ""
-	}
-	return u + anchor
+	return base + f.blob + c + "/" + p + lineAnchor(f.line, f.rangeSep, start, end)
 }
 
 // TreeLink is the URL of directory path at commit, "" under the same
 // conditions as Permalink.
 func (w Web) TreeLink(commit, path string) string {
-	if w.Base == "" || commit == "" {
+	f, ok := linkForms[w.Kind]
+	if w.Base == "" || commit == "" || !ok {
 		return ""
 	}
 	base := strings.TrimRight(w.Base, "/")
 	c, p := url.PathEscape(commit), escapePath(strings.TrimSuffix(w.Prefix+path, "/"))
-	switch w.Kind {
-	case KindGitHub:
-		return base + "/tree/" + c + "/" + p
-	case KindGitLab:
-		return base + "/-/tree/" + c + "/" + p
-	case KindBitbucket:
-		return base + "/src/" + c + "/" + p + "/"
-	case KindGitea:
-		return base + "/src/commit/" + c + "/" + p
-	}
-	return ""
+	return base + f.tree + c + "/" + p + f.treeEnd
+}
+
+// linkForm is how one kind of web view spells its links: a file at a
+// commit is base+blob+commit+"/"+path, its lines follow as an anchor (line,
+// then rangeSep and the last line of a range), and a directory is
+// base+tree+commit+"/"+path+treeEnd.
+type linkForm struct {
+	blob, tree, treeEnd string
+	line, rangeSep      string
+}
+
+var linkForms = map[Kind]linkForm{
+	KindGitHub:    {blob: "/blob/", tree: "/tree/", line: "#L", rangeSep: "-L"},
+	KindGitLab:    {blob: "/-/blob/", tree: "/-/tree/", line: "#L", rangeSep: "-"},
+	KindBitbucket: {blob: "/src/", tree: "/src/", treeEnd: "/", line: "#lines-", rangeSep: ":"},
+	KindGitea:     {blob: "/src/commit/", tree: "/src/commit/", line: "#L", rangeSep: "-L"},
 }
 
 func lineAnchor(open, sep string, start, end int) string {
