@@ -164,10 +164,8 @@ func (m *Matcher) eachLine(buf []byte, stop *atomic.Bool, fn func(matchLine) boo
 		}
 		var end scanEnd
 		switch {
-		case m.hasLit || m.hasClass:
-			end = m.eachLiteralLine(buf[:to], from, stop, fn)
-		case m.nfa != nil:
-			end = m.eachNFALine(buf[:to], from, stop, fn)
+		case m.hasLit || m.hasClass || m.nfa != nil:
+			end = m.eachCandidateLine(buf[:to], from, stop, fn)
 		case m.perLine:
 			end = m.eachLineAlone(buf[:to], from, stop, fn)
 		default:
@@ -242,10 +240,12 @@ func (m *Matcher) eachRegexpLine(buf []byte, pos int, stop *atomic.Bool, fn func
 	return scanDone
 }
 
-// eachLiteralLine finds the required literal with a SIMD byte search (or the
-// required class run with a byte table) and runs the regexp only on the
-// lines that contain it.
-func (m *Matcher) eachLiteralLine(buf []byte, pos int, stop *atomic.Bool, fn func(matchLine) bool) scanEnd {
+// eachCandidateLine finds candidate positions with the cheapest prefilter
+// the pattern has, from pos on: the required literal with a SIMD byte
+// search, else the required class run with a byte table, else the
+// automaton itself. Only the lines of candidates that are not yet known to
+// match run the regexp (see checkCandidate).
+func (m *Matcher) eachCandidateLine(buf []byte, pos int, stop *atomic.Bool, fn func(matchLine) bool) scanEnd {
 	var ff foldFinder
 	if m.lit.fold {
 		ff = newFoldFinder(buf, m.lit.text, m.anchor)
@@ -257,35 +257,21 @@ func (m *Matcher) eachLiteralLine(buf []byte, pos int, stop *atomic.Bool, fn fun
 			h = m.class.next(buf, pos)
 		case m.lit.fold:
 			h = ff.next(pos)
-		default:
+		case m.hasLit:
 			if h = bytes.Index(buf[pos:], m.lit.text); h >= 0 {
 				h += pos
 			}
+		default:
+			h = m.nfa.nextMatch(buf, pos)
 		}
 		if h < 0 {
 			return scanDone
 		}
 		ls := bytes.LastIndexByte(buf[:h], '\n') + 1
 		le := lineEnd(buf, h)
-		at, keep := h, true
-		if m.hasClass || !m.lit.whole {
-			// Match is cheaper than FindIndex, and the automaton
-			// cheaper still; where the match starts only matters for
-			// cutting a long line around it.
-			line := buf[ls:le]
-			switch {
-			case len(line) <= MaxLineLen && m.nfa != nil:
-				keep = m.nfa.matchLine(line)
-			case len(line) <= MaxLineLen:
-				keep = m.re.Match(line)
-			case m.nfa != nil && !m.nfa.matchLine(line):
-				keep = false
-			default:
-				var cut bool
-				if at, keep, cut = m.findStart(buf, ls, le, stop); cut {
-					return scanStopped
-				}
-			}
+		at, keep, cut := m.checkCandidate(buf, h, ls, le, stop)
+		if cut {
+			return scanStopped
 		}
 		if keep && !fn(matchLine{start: ls, end: le, at: at}) {
 			return scanQuit
@@ -295,29 +281,31 @@ func (m *Matcher) eachLiteralLine(buf []byte, pos int, stop *atomic.Bool, fn fun
 	return scanDone
 }
 
-// eachNFALine runs the automaton over the buffer from pos on, for patterns
-// with neither a literal nor a class run to prefilter on.
-func (m *Matcher) eachNFALine(buf []byte, pos int, stop *atomic.Bool, fn func(matchLine) bool) scanEnd {
-	for pos < len(buf) {
-		h := m.nfa.nextMatch(buf, pos)
-		if h < 0 {
-			return scanDone
+// checkCandidate says whether the line buf[ls:le] of candidate h matches,
+// and where its match starts. A candidate of the automaton, or of a
+// literal that is the whole pattern, is a match at h; only on a line too
+// long to show whole does the automaton's need the regexp, for where its
+// match starts, to cut the line around it. Any other candidate's line is
+// checked: Match is cheaper than FindIndex, and the automaton cheaper
+// still; where the match starts only matters for cutting a long line.
+func (m *Matcher) checkCandidate(buf []byte, h, ls, le int, stop *atomic.Bool) (at int, keep, cut bool) {
+	line := buf[ls:le]
+	switch {
+	case !m.hasLit && !m.hasClass:
+		if len(line) > MaxLineLen {
+			return m.findStart(buf, ls, le, stop)
 		}
-		ls := bytes.LastIndexByte(buf[:h], '\n') + 1
-		le := lineEnd(buf, h)
-		at, keep := h, true
-		if le-ls > MaxLineLen {
-			var cut bool
-			if at, keep, cut = m.findStart(buf, ls, le, stop); cut {
-				return scanStopped
-			}
-		}
-		if keep && !fn(matchLine{start: ls, end: le, at: at}) {
-			return scanQuit
-		}
-		pos = le + 1
+		return h, true, false
+	case !m.hasClass && m.lit.whole:
+		return h, true, false
+	case len(line) <= MaxLineLen && m.nfa != nil:
+		return h, m.nfa.matchLine(line), false
+	case len(line) <= MaxLineLen:
+		return h, m.re.Match(line), false
+	case m.nfa != nil && !m.nfa.matchLine(line):
+		return h, false, false
 	}
-	return scanDone
+	return m.findStart(buf, ls, le, stop)
 }
 
 // findStart runs the regexp on the line buf[ls:le] for where its match
