@@ -61,29 +61,26 @@ var benchPatterns = []struct {
 // BenchmarkSearchEngine runs the engine (prefilters, line verification,
 // formatting of the first 100 matches) over the in-memory corpus.
 func BenchmarkSearchEngine(b *testing.B) {
-	files, size := benchCorpus(b)
-	for _, p := range benchPatterns {
-		b.Run(p.name, func(b *testing.B) {
-			m, err := Compile(p.pattern, p.literal, p.ignoreCase)
-			if err != nil {
-				b.Fatal(err)
-			}
-			// A flag never set, as a search runs with one.
-			var stop atomic.Bool
-			b.SetBytes(size)
-			b.ReportAllocs()
-			for b.Loop() {
-				for _, f := range files {
-					m.collectFile(f, &stop, 0, 100)
-				}
-			}
-		})
-	}
+	benchEachPattern(b, func(m *Matcher) func(file []byte) {
+		// A flag never set, as a search runs with one.
+		var stop atomic.Bool
+		return func(f []byte) { m.collectFile(f, &stop, 0, 100) }
+	})
 }
 
 // BenchmarkSearchPlainRegexp is the baseline the prefilters are for: Go's
 // regexp over each whole file, as a naive implementation would run it.
 func BenchmarkSearchPlainRegexp(b *testing.B) {
+	benchEachPattern(b, func(m *Matcher) func(file []byte) {
+		re := regexp.MustCompile(m.re.String())
+		return func(f []byte) { re.FindAllIndex(f, -1) }
+	})
+}
+
+// benchEachPattern runs one sub-benchmark per pattern of benchPatterns:
+// prepare gets the compiled pattern and returns the search of one file,
+// which each iteration runs over the whole corpus.
+func benchEachPattern(b *testing.B, prepare func(m *Matcher) func(file []byte)) {
 	files, size := benchCorpus(b)
 	for _, p := range benchPatterns {
 		b.Run(p.name, func(b *testing.B) {
@@ -91,12 +88,12 @@ func BenchmarkSearchPlainRegexp(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			re := regexp.MustCompile(m.re.String())
+			search := prepare(m)
 			b.SetBytes(size)
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, f := range files {
-					re.FindAllIndex(f, -1)
+					search(f)
 				}
 			}
 		})
