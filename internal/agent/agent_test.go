@@ -283,7 +283,7 @@ func TestRunConcurrentCalls(t *testing.T) {
 
 // writerBox reports some tools as having side effects.
 type writerBox struct {
-	*fakeBox
+	*tools.Registry
 	writers []string
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,55 +96,31 @@ type fakeTool struct {
 	run  func(ctx context.Context, input json.RawMessage) (string, error)
 }
 
-// fakeBox is a Toolbox that behaves as the registry's contract says: sorted
-// definitions, always a result, an unknown name gets an error result listing
-// the tools, a tool error becomes an error result.
-type fakeBox struct {
-	tools map[string]fakeTool
-	names []string
+var _ tools.Tool = fakeTool{}
+
+func (t fakeTool) Definition() tools.Definition {
+	return tools.Definition{
+		Name:        t.name,
+		Description: "the " + t.name + " tool",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`),
+	}
 }
 
-func newBox(ts ...fakeTool) *fakeBox {
-	b := &fakeBox{tools: make(map[string]fakeTool)}
-	for _, t := range ts {
-		b.tools[t.name] = t
-		b.names = append(b.names, t.name)
-	}
-	slices.Sort(b.names)
-	return b
+func (t fakeTool) Run(ctx context.Context, input json.RawMessage) (tools.Output, error) {
+	out, err := t.run(ctx, input)
+	return tools.Output{Text: out}, err
 }
 
-func (b *fakeBox) Definitions() []tools.Definition {
-	var defs []tools.Definition
-	for _, n := range b.names {
-		defs = append(defs, tools.Definition{
-			Name:        n,
-			Description: "the " + n + " tool",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`),
-		})
+// newBox is the registry the service runs, over fake tools: what it
+// promises (sorted definitions, always a result, an unknown name gets an
+// error result listing the tools, a tool error becomes an error result)
+// is what the loop is tested against.
+func newBox(ts ...fakeTool) *tools.Registry {
+	box := make([]tools.Tool, len(ts))
+	for i, t := range ts {
+		box[i] = t
 	}
-	return defs
-}
-
-func (b *fakeBox) Run(ctx context.Context, call tools.Call) tools.Result {
-	res := tools.Result{CallID: call.ID, Name: call.Name}
-	t, ok := b.tools[call.Name]
-	if !ok {
-		res.IsError = true
-		res.Content = fmt.Sprintf("unknown tool %q; the available tools are: %s", call.Name, strings.Join(b.names, ", "))
-		res.Summary = "unknown tool"
-		return res
-	}
-	out, err := t.run(ctx, call.Input)
-	if err != nil {
-		res.IsError = true
-		res.Content = err.Error()
-		res.Summary = "error"
-		return res
-	}
-	res.Content = out
-	res.Summary = fmt.Sprintf("%d bytes", len(out))
-	return res
+	return tools.NewRegistry(box...)
 }
 
 // fixed is a tool that returns out.
