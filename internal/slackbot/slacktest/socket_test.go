@@ -49,6 +49,16 @@ func runSocketMode(t testing.TB, srv *slacktest.Server, opts ...socketmode.Optio
 	return sm
 }
 
+// connect runs the client against srv (see runSocketMode) and returns
+// once Slack's hello has arrived: the connection is open and events sent
+// from now on reach it.
+func connect(t testing.TB, srv *slacktest.Server) *socketmode.Client {
+	t.Helper()
+	sm := runSocketMode(t, srv)
+	nextEvent(t, sm, socketmode.EventTypeHello)
+	return sm
+}
+
 // nextEvent returns the next client event of type want, skipping others.
 func nextEvent(t testing.TB, sm *socketmode.Client, want socketmode.EventType) socketmode.Event {
 	t.Helper()
@@ -119,8 +129,7 @@ func TestSocketModeHelloEventAndAck(t *testing.T) {
 
 func TestEventShapesAsSlackGoParsesThem(t *testing.T) {
 	srv := newServer(t)
-	sm := runSocketMode(t, srv)
-	nextEvent(t, sm, socketmode.EventTypeHello)
+	sm := connect(t, srv)
 
 	tests := []struct {
 		name  string
@@ -233,8 +242,7 @@ func TestEventShapesAsSlackGoParsesThem(t *testing.T) {
 
 func TestDisconnectFrameMakesClientReconnectWithNewTicket(t *testing.T) {
 	srv := newServer(t)
-	sm := runSocketMode(t, srv)
-	nextEvent(t, sm, socketmode.EventTypeHello)
+	sm := connect(t, srv)
 
 	if n := srv.Disconnect("refresh_requested"); n != 1 {
 		t.Fatalf("Disconnect told %d connections, want 1", n)
@@ -269,8 +277,7 @@ func TestDisconnectFrameMakesClientReconnectWithNewTicket(t *testing.T) {
 
 func TestDroppedConnectionIsReopened(t *testing.T) {
 	srv := newServer(t)
-	sm := runSocketMode(t, srv)
-	nextEvent(t, sm, socketmode.EventTypeHello)
+	connect(t, srv)
 	if n := srv.DropConnections(); n != 1 {
 		t.Fatalf("dropped %d, want 1", n)
 	}
@@ -314,8 +321,7 @@ func TestEnvelopesSentWhileOfflineArriveAfterHelloInOrder(t *testing.T) {
 	first := srv.SendEvent(slacktest.UserMessage("D1", "im", "U1", "one", "", ""))
 	second := srv.SendEvent(slacktest.UserMessage("D1", "im", "U1", "two", "", ""))
 
-	sm := runSocketMode(t, srv)
-	nextEvent(t, sm, socketmode.EventTypeHello)
+	sm := connect(t, srv)
 	for _, want := range []string{first, second} {
 		ev := nextEvent(t, sm, socketmode.EventTypeEventsAPI)
 		if ev.Request.EnvelopeID != want {
@@ -401,8 +407,7 @@ func TestButtonClickArrivesAsInteractionCallback(t *testing.T) {
 
 func TestUnparseableEnvelopesSurfaceAsBadMessages(t *testing.T) {
 	srv := newServer(t)
-	sm := runSocketMode(t, srv)
-	nextEvent(t, sm, socketmode.EventTypeHello)
+	sm := connect(t, srv)
 
 	tests := []struct {
 		name string
@@ -490,8 +495,7 @@ func TestEventsAPIEnvelopeFields(t *testing.T) {
 
 func TestEchoBotPosts(t *testing.T) {
 	srv := newServer(t, slacktest.WithEchoBotPosts())
-	sm := runSocketMode(t, srv)
-	nextEvent(t, sm, socketmode.EventTypeHello)
+	sm := connect(t, srv)
 	tests := []struct {
 		channel, threadTS, wantType string
 	}{
@@ -550,8 +554,7 @@ func BenchmarkEventAckRoundTrip(b *testing.B) {
 // in its thread, each at the ts they return.
 func TestMentionAndReplyAsSlackSendsThem(t *testing.T) {
 	srv := newServer(t)
-	sm := runSocketMode(t, srv)
-	nextEvent(t, sm, socketmode.EventTypeHello)
+	sm := connect(t, srv)
 
 	inner := func() any {
 		t.Helper()
