@@ -18,6 +18,16 @@ import (
 	"github.com/askrepo/askrepo/internal/turn"
 )
 
+// restartWorld is what outlives one bot process: the Slack workspace and
+// the store. A test leaves a turn in it (cutTurn, or a bot it stops) and
+// starts the next bot on it with newHarness.
+func restartWorld(t *testing.T) (*slacktest.Server, *session.Memory) {
+	t.Helper()
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	return srv, session.NewMemory()
+}
+
 // cutTurn leaves in store what a crash after step 1 leaves: a running turn
 // whose history has the question, the model's calls and their results. The
 // question is in the fake Slack as a top-level message the bot ignores, so
@@ -67,9 +77,7 @@ func TestRecoveryModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := slacktest.New()
-			t.Cleanup(srv.Close)
-			store := session.NewMemory()
+			srv, store := restartWorld(t)
 			key := cutTurn(t, srv, store, "what is widget?", tt.state, false)
 
 			h := newHarness(t, harnessOpts{slack: srv, store: store, cfg: func(c *Config) { c.Recovery = tt.mode }})
@@ -162,9 +170,7 @@ func checkHistory(t *testing.T, h []llm.Message) {
 func TestRecoveryOfAnAnsweredTurn(t *testing.T) {
 	for _, posted := range []bool{true, false} {
 		t.Run(map[bool]string{true: "answer already posted", false: "answer not posted yet"}[posted], func(t *testing.T) {
-			srv := slacktest.New()
-			t.Cleanup(srv.Close)
-			store := session.NewMemory()
+			srv, store := restartWorld(t)
 			key := cutTurn(t, srv, store, "what is widget?", session.TurnRunning, true)
 			if posted {
 				api := srv.Client()
@@ -204,9 +210,7 @@ func TestRecoveryOfAnAnsweredTurn(t *testing.T) {
 // Two bots starting on the same store at once (a double start) find the
 // same cut-off turn; it is answered once.
 func TestRecoveryDoubleStart(t *testing.T) {
-	srv := slacktest.New()
-	t.Cleanup(srv.Close)
-	store := session.NewMemory()
+	srv, store := restartWorld(t)
 	hold := newGate()
 	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		rep := readThenAnswer(r)
@@ -259,9 +263,7 @@ func TestRecoveryDoubleStart(t *testing.T) {
 // it from there, once, while a new question in the same thread waits behind
 // it.
 func TestShutdownThenResume(t *testing.T) {
-	srv := slacktest.New()
-	t.Cleanup(srv.Close)
-	store := session.NewMemory()
+	srv, store := restartWorld(t)
 	hold := newGate()
 	t.Cleanup(hold.open)
 	first := llmtest.New(t, heldAnswer(hold)) // hold never opens: the drain cuts the turn
