@@ -293,14 +293,8 @@ func TestSocketDroppedMidTurnAnswerStillPosted(t *testing.T) {
 func TestThreadsRunConcurrentlyAndEachStaysOrdered(t *testing.T) {
 	holdA := newGate()
 	h := newHarness(t, harnessOpts{
-		cfg: func(c *Config) { c.MaxConcurrent = 2 },
-		script: func(r llmtest.Request) llmtest.Reply {
-			rep := readThenAnswer(r)
-			if question(r) == "A1" && r.Last().Role == "tool" {
-				rep.Wait = holdA.c()
-			}
-			return rep
-		},
+		cfg:    func(c *Config) { c.MaxConcurrent = 2 },
+		script: heldAnswerTo("A1", holdA),
 	})
 	rootA := h.mention("C1", "A1", "")
 	waitQuestionAnswering(t, h, "A1")
@@ -600,14 +594,8 @@ func TestShutdownDrainsThenInterrupts(t *testing.T) {
 			hold := newGate()
 			t.Cleanup(hold.open)
 			h := newHarness(t, harnessOpts{
-				cfg: func(c *Config) { c.DrainTimeout = tt.drain; c.MaxConcurrent = 1 },
-				script: func(r llmtest.Request) llmtest.Reply {
-					rep := readThenAnswer(r)
-					if question(r) == "slow" && r.Last().Role == "tool" {
-						rep.Wait = hold.c()
-					}
-					return rep
-				},
+				cfg:    func(c *Config) { c.DrainTimeout = tt.drain; c.MaxConcurrent = 1 },
+				script: heldAnswerTo("slow", hold),
 			})
 			root := h.mention("C1", "slow", "")
 			waitQuestionAnswering(t, h, "slow")

@@ -36,6 +36,18 @@ func heldAnswer(hold *gate) llmtest.Script {
 	}
 }
 
+// heldAnswerTo is heldAnswer for the question q alone: the turns of other
+// questions are answered at once.
+func heldAnswerTo(q string, hold *gate) llmtest.Script {
+	return func(r llmtest.Request) llmtest.Reply {
+		rep := readThenAnswer(r)
+		if question(r) == q && r.Last().Role == "tool" {
+			rep.Wait = hold.c()
+		}
+		return rep
+	}
+}
+
 // readThenAnswer is the model most tests use: asked a question, it reads
 // README.md and lists the root in one step; given the results, it answers
 // "Answer to: <question>". It is stateless, so concurrent threads cannot

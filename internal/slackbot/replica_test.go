@@ -154,13 +154,7 @@ func TestReplicasAnswerAnEventOnce(t *testing.T) {
 // replica is answered there with the whole history.
 func TestReplicasKeepThreadOrderAndMemory(t *testing.T) {
 	hold := newGate()
-	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if question(r) == "Q1" && r.Last().Role == "tool" {
-			rep.Wait = hold.c()
-		}
-		return rep
-	}, nil)
+	p := newReplicaPair(t, heldAnswerTo("Q1", hold), nil)
 	root := p.mention(t, p.connA, "C1", "Q1")
 	waitQuestionAnswering(t, p.a, "Q1")
 
@@ -514,13 +508,7 @@ func TestReplicasStopClickOnTheOtherReplica(t *testing.T) {
 func TestReplicasFollowUpBeforeTheFirstTurnIsStored(t *testing.T) {
 	hold := newGate()
 	t.Cleanup(hold.open)
-	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if question(r) == "Q0" && r.Last().Role == "tool" {
-			rep.Wait = hold.c()
-		}
-		return rep
-	}, func(name string, c *Config) {
+	p := newReplicaPair(t, heldAnswerTo("Q0", hold), func(name string, c *Config) {
 		if name == "replica-a" {
 			c.MaxConcurrent = 1
 		}
