@@ -32,9 +32,9 @@ func decode(data []byte) (*Index, error) {
 	for range nfiles {
 		p := d.frontCoded(prev)
 		prev = p
-		size := int64(d.uint()) - 1
+		size := int64(d.uint()) + minSize
 		n := int64(d.count())
-		if d.err == nil && (p == "" || n < 0 || size < -1) {
+		if d.err == nil && (p == "" || n < 0 || size < minSize) {
 			d.fail("bad file entry")
 		}
 		ix.files = append(ix.files, fileEntry{path: p, size: size, symStart: int32(nsyms), symEnd: int32(nsyms + n)})

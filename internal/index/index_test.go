@@ -46,7 +46,7 @@ func main() {
 // wallRepo is a repository with code, and with secrets every way the wall
 // knows: a .env, a key file, and the .env's content committed once more
 // under a public name.
-func wallRepo(t *testing.T) (*tools.Workspace, string) {
+func wallRepo(t testing.TB) (*tools.Workspace, string) {
 	t.Helper()
 	r := gitexectest.Init(t, "")
 	r.Commit(gitexectest.Commit{Write: map[string]string{
@@ -66,7 +66,7 @@ func wallRepo(t *testing.T) (*tools.Workspace, string) {
 	return ws, head
 }
 
-func build(t *testing.T, ws *tools.Workspace, commit string, opts Options) *Index {
+func build(t testing.TB, ws *tools.Workspace, commit string, opts Options) *Index {
 	t.Helper()
 	if opts.MaxFileBytes == 0 {
 		opts.MaxFileBytes = 1000
@@ -115,6 +115,10 @@ func TestBuildWall(t *testing.T) {
 	got, ok := ix.Candidates([]string{"hunter2-index-secret"}, false)
 	if want := []string{"big.txt", "data.bin"}; !ok || !slices.Equal(got, want) {
 		t.Errorf("Candidates = %v, %v; want %v", got, ok, want)
+	}
+	binary, huge, unreadable := ix.Unindexed()
+	if !slices.Equal(binary, []string{"data.bin"}) || !slices.Equal(huge, []string{"big.txt"}) || len(unreadable) != 0 {
+		t.Errorf("Unindexed = %v, %v, %v; want [data.bin], [big.txt], []", binary, huge, unreadable)
 	}
 }
 
