@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -85,11 +86,24 @@ func BenchmarkLoad(b *testing.B) {
 	if err := ix.Save(path); err != nil {
 		b.Fatal(err)
 	}
+	var loaded *Index
 	for b.Loop() {
-		if _, err := Load(path); err != nil {
+		var err error
+		if loaded, err = Load(path); err != nil {
 			b.Fatal(err)
 		}
 	}
+	// What holding the index costs: the live heap with it, against
+	// without it.
+	_ = ix
+	runtime.GC()
+	var with, without runtime.MemStats
+	runtime.ReadMemStats(&with)
+	runtime.KeepAlive(loaded)
+	loaded = nil
+	runtime.GC()
+	runtime.ReadMemStats(&without)
+	b.ReportMetric(float64(with.HeapAlloc-without.HeapAlloc)/1e6, "MB-heap-held")
 }
 
 // BenchmarkUpdate10 updates the index of a copy of src/ after 10 Go files
@@ -142,12 +156,14 @@ func BenchmarkCandidates(b *testing.B) {
 				n = len(got)
 			}
 			b.ReportMetric(float64(n), "files")
+			b.ReportMetric(float64(n-len(ix.unread)), "text-files")
 		})
 	}
 }
 
 func BenchmarkDefinitions(b *testing.B) {
 	ix := builtSrc(b)
+	ix.folded()
 	for b.Loop() {
 		ix.Definitions("Client.Do", false)
 		ix.Definitions("newservemux", true)
