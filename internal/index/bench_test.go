@@ -177,3 +177,18 @@ func BenchmarkFiles(b *testing.B) {
 		ix.Files()
 	}
 }
+
+// BenchmarkReferences reads the lines of every occurrence through the
+// workspace: "err" is in most Go files of src/, "NewServeMux" in a few.
+func BenchmarkReferences(b *testing.B) {
+	ix := builtSrc(b)
+	for _, name := range []string{"NewServeMux", "Handler", "err"} {
+		b.Run(name, func(b *testing.B) {
+			var n int
+			for b.Loop() {
+				n = len(ix.References(name))
+			}
+			b.ReportMetric(float64(n), "occurrences")
+		})
+	}
+}
