@@ -341,5 +341,6 @@ func (a *assembler) finish(commit, note string) *Index {
 	ix.gramKeys, ix.grams = a.grams.finish()
 	ix.names, ix.occs = a.occs.finish()
 	ix.derive()
+	ix.rank()
 	return ix
 }

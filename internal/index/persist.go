@@ -87,6 +87,7 @@ func (ix *Index) encode() []byte {
 		prev = f.path
 		e.uint(uint64(f.size - minSize))
 		e.uint(uint64(f.symEnd - f.symStart))
+		e.uint(uint64(f.refs))
 	}
 	e.uint(uint64(len(ix.gramKeys)))
 	var last uint32

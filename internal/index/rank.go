@@ -23,15 +23,14 @@ import (
 // that is not exported counts only within its own directory, and one
 // defined in a test file only in that directory's test files, the only
 // places Go lets them be used; files under testdata neither define nor
-// use. Computed once, on first
-// call; the slice is shared: do not change it.
+// use. The counts are worked out when the index is built (and saved with
+// it); the list is sorted on the first call and shared: do not change it.
 func (ix *Index) Files() []tools.FileSymbols {
 	l := ix.lazy
 	l.rankOnce.Do(func() {
-		refs := ix.refCounts()
 		out := make([]tools.FileSymbols, len(ix.files))
 		for id, f := range ix.files {
-			out[id] = tools.FileSymbols{Path: f.path, Refs: int(refs[id] + 0.5), Symbols: ix.syms[f.symStart:f.symEnd:f.symEnd]}
+			out[id] = tools.FileSymbols{Path: f.path, Refs: int(f.refs), Symbols: ix.syms[f.symStart:f.symEnd:f.symEnd]}
 		}
 		slices.SortStableFunc(out, func(a, b tools.FileSymbols) int { return cmp.Compare(b.Refs, a.Refs) })
 		l.ranked = out
@@ -48,6 +47,14 @@ type rankFile struct {
 	dir      string
 	goFile   bool
 	testdata bool
+}
+
+// rank sets each file's refs (see Files); the index is built or updated
+// with them, so a query never waits for them, and saved with them.
+func (ix *Index) rank() {
+	for id, r := range ix.refCounts() {
+		ix.files[id].refs = int32(min(r+0.5, 1<<31-1))
+	}
 }
 
 func (ix *Index) refCounts() []float64 {

@@ -137,6 +137,7 @@ func (prev *Index) merge(kept map[string]uint32, fresh []fileData, commit, note 
 	addNames, addOccs := occs.finish()
 	ix.names, ix.occs, ix.nOccs = mergeOccs(prev, remap, addNames, addOccs, len(ix.files))
 	ix.derive()
+	ix.rank()
 	return ix
 }
 
