@@ -23,7 +23,7 @@ import (
 const (
 	magic = "askrepo code index\n"
 	// formatVersion changes whenever the body's layout or meaning does.
-	formatVersion = 1
+	formatVersion = 2
 )
 
 // ErrFormat is wrapped by Load's errors about the file's content: another
