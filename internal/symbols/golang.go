@@ -70,7 +70,7 @@ type goReader struct {
 	defs  map[*ast.Ident]bool // identifiers that define a name
 }
 
-func (r *goReader) line(p token.Pos) int { return r.fset.Position(p).Line }
+func (r *goReader) line(p token.Pos) int { return r.fset.PositionFor(p, false).Line }
 
 func (r *goReader) add(name *ast.Ident, kind, container string, start, end token.Pos, doc *ast.CommentGroup) {
 	r.defs[name] = true
