@@ -238,7 +238,7 @@ func TestBuildWithoutCtags(t *testing.T) {
 func TestBuildCtagsHangs(t *testing.T) {
 	ws, head := wallRepo(t)
 	fake := filepath.Join(t.TempDir(), "ctags")
-	script := "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; esac\nexec sleep 60\n"
+	script := "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; *--list-languages*) exit 0;; esac\nexec sleep 60\n"
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ type Ctags struct {
 	path    string
 	sandbox bool
 	prlimit string // prlimit's path, or "" to run ctags without a cap
+	off     string // the --languages option turning off notCode, or ""
 	// MaxMemory caps a ctags process's address space, when prlimit is
 	// there; zero means 1 GiB.
 	MaxMemory int64
@@ -86,10 +87,47 @@ func NewCtags(ctx context.Context, name string, timeout time.Duration) (*Ctags, 
 		return nil, fmt.Errorf("%w: %s lacks JSON output or the interactive mode (universal-ctags 5.9 or later has both)", ErrNoCtags, path)
 	}
 	c := &Ctags{path: path, sandbox: features["sandbox"], Timeout: timeout}
+	langs, err := command(ctx, path, "--options=NONE", "--list-languages").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s --list-languages: %v", ErrNoCtags, path, err)
+	}
+	c.off = offLanguages(string(langs))
 	if p, err := exec.LookPath("prlimit"); err == nil {
 		c.prlimit = p
 	}
 	return c, nil
+}
+
+// notCode are the languages ctags reads that are data, configuration or
+// prose: their keys and headings are not definitions anyone looks for
+// with find_symbol, and a large JSON fixture would bury the code's.
+var notCode = []string{
+	"Ant", "AnsiblePlaybook", "Asciidoc", "BibTeX", "DBusIntrospect", "Diff", "DTD", "Gdbinit", "Glade",
+	"HTML", "Iniconf", "JavaProperties", "JSON", "Man", "Markdown", "Maven2", "Passwd", "PlistXML", "Pod",
+	"PythonLoggingConfig", "QemuHX", "RelaxNG", "ReStructuredText", "RpmMacros", "RpmSpec", "SVG",
+	"SystemdUnit", "Tex", "TeXBeamer", "Txt2tags", "XML", "Yaml", "YumRepo",
+}
+
+// offLanguages is the option turning off those of notCode this ctags
+// knows (naming one it does not know is an error), given its
+// --list-languages output.
+func offLanguages(list string) string {
+	known := map[string]bool{}
+	for line := range strings.SplitSeq(list, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			known[f[0]] = true
+		}
+	}
+	var off []string
+	for _, l := range notCode {
+		if known[l] {
+			off = append(off, l)
+		}
+	}
+	if len(off) == 0 {
+		return ""
+	}
+	return "--languages=-" + strings.Join(off, ",")
 }
 
 // command is ctags with no environment of the caller's and run outside
@@ -170,6 +208,9 @@ func (c *Ctags) batch(ctx context.Context, files []Source, out []File) error {
 		mode += "=sandbox"
 	}
 	args := []string{"--options=NONE", mode, "--output-format=json", "--sort=no", "--fields=+nKSela-P"}
+	if c.off != "" {
+		args = append(args, c.off)
+	}
 	cmd := command(ctx, c.path, args...)
 	if c.prlimit != "" {
 		limit := c.MaxMemory

@@ -37,6 +37,10 @@ func TestCtagsTags(t *testing.T) {
 		{"bin.dat", []byte("\x00\x01\x02\xff\xfe def not_this():\n")},
 		{"empty.c", nil},
 		{"tests/test_cart.py", []byte("def test_add():\n    pass\n")},
+		// Data and prose: no symbols.
+		{"package.json", []byte("{\"name\": \"shop\", \"version\": 1}\n")},
+		{"README.md", []byte("# Shop\n\n## Install\n")},
+		{"ci.yaml", []byte("jobs:\n  build: {}\n")},
 		{"big.py", huge},
 	}
 	got, err := c.Tags(t.Context(), files)
@@ -78,7 +82,7 @@ func TestCtagsTags(t *testing.T) {
 func fakeCtags(t *testing.T, body string) string {
 	t.Helper()
 	dir := t.TempDir()
-	script := "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; esac\n" + body + "\n"
+	script := "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; *--list-languages*) printf 'Python\\nJSON\\n'; exit 0;; esac\n" + body + "\n"
 	path := filepath.Join(dir, "ctags")
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -120,10 +124,11 @@ func TestCtagsHostile(t *testing.T) {
 
 func TestNewCtagsMissing(t *testing.T) {
 	for name, path := range map[string]string{
-		"not on PATH": "askrepo-no-such-ctags",
-		"exuberant":   fakeCtagsPlain(t, "#!/bin/sh\necho 'ctags: unknown option'; exit 1\n"),
-		"no json":     fakeCtagsPlain(t, "#!/bin/sh\nprintf 'interactive\\n'\n"),
-		"hangs":       fakeCtagsPlain(t, "#!/bin/sh\nexec sleep 60\n"),
+		"not on PATH":  "askrepo-no-such-ctags",
+		"exuberant":    fakeCtagsPlain(t, "#!/bin/sh\necho 'ctags: unknown option'; exit 1\n"),
+		"no json":      fakeCtagsPlain(t, "#!/bin/sh\nprintf 'interactive\\n'\n"),
+		"no languages": fakeCtagsPlain(t, "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; esac\nexit 1\n"),
+		"hangs":        fakeCtagsPlain(t, "#!/bin/sh\nexec sleep 60\n"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewCtags(t.Context(), path, time.Second)
@@ -175,5 +180,15 @@ func TestCtagsHangsOnPATH(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v: the timeout did not stop it", d)
+	}
+}
+
+func TestOffLanguages(t *testing.T) {
+	got := offLanguages("Ada\nJSON\nMarkdown\nOldC [disabled]\nPython\n")
+	if want := "--languages=-JSON,Markdown"; got != want {
+		t.Errorf("offLanguages = %q, want %q", got, want)
+	}
+	if got := offLanguages("Python\n"); got != "" {
+		t.Errorf("offLanguages with none to turn off = %q, want \"\"", got)
 	}
 }
