@@ -241,6 +241,7 @@ func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
 	r.cur = next
 	r.mu.Unlock()
 	m.retire(r, old)
+	m.indexCommit(r, sha)
 	return nil
 }
 

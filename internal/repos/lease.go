@@ -39,7 +39,27 @@ type Lease struct {
 	// be linked: "" when it is on a remote-tracking branch (see
 	// pushedNote).
 	unpushed string
+
+	// index is Commit's code index, pinned until Release, in indexes;
+	// nil when indexes are off.
+	indexes *indexes
+	index   *indexEntry
 }
+
+// Index returns the code index of exactly the lease's commit when it is
+// ready, else nil and a note for the tools' results; nil and "" when
+// indexes are off. It never waits for a build. It is a tools.IndexSource.
+func (l *Lease) Index() (tools.CodeIndex, string) {
+	if l.indexes == nil {
+		return nil, ""
+	}
+	if l.index == nil {
+		return nil, noteIndexNoCommit
+	}
+	return l.indexes.lookup(l.index)
+}
+
+var _ tools.IndexSource = (*Lease)(nil).Index
 
 // Release ends the lease. It is safe to call more than once. When the
 // lease was the last on an outdated worktree, that worktree is deleted
@@ -100,8 +120,28 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 		r.mu.Lock()
 		r.lastCommit = l.Commit
 		r.mu.Unlock()
+		m.indexCommit(r, l.Commit)
 	}
+	m.pinLeaseIndex(r, l)
 	return l, nil
+}
+
+// pinLeaseIndex holds the code index of the lease's commit until Release.
+func (m *Manager) pinLeaseIndex(r *repo, l *Lease) {
+	if m.ix == nil {
+		return
+	}
+	l.indexes = &r.indexes
+	if l.Commit == "" {
+		return
+	}
+	e, unpin := m.pinIndex(r, l.Commit)
+	l.index = e
+	release := l.release
+	l.release = func() {
+		unpin()
+		release()
+	}
 }
 
 func (m *Manager) release(r *repo, s *snapshot) {

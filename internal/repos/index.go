@@ -1,0 +1,340 @@
+package repos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// Indexer builds, updates and stores the code index of one checkout at one
+// commit; internal/index provides it. The Manager decides when: one index
+// per repository per commit, made in the background whenever the commit
+// new leases get changes, so a turn never waits on one.
+type Indexer interface {
+	// Build indexes ws, checked out at commit, from scratch.
+	Build(ctx context.Context, ws *tools.Workspace, commit string) (tools.CodeIndex, error)
+	// Update derives the index of commit from prev, the index of an
+	// earlier commit, re-reading only the changed paths (`git diff
+	// --name-only prev..commit`, relative to ws).
+	Update(ctx context.Context, prev tools.CodeIndex, ws *tools.Workspace, commit string, changed []string) (tools.CodeIndex, error)
+	// Save writes idx at path (one file or directory, created anew);
+	// Load reads it back, failing on anything it cannot trust.
+	Save(idx tools.CodeIndex, path string) error
+	Load(path string) (tools.CodeIndex, error)
+}
+
+// Notes a tool result carries when it could not use the index of its
+// lease's commit and scanned instead.
+const (
+	noteIndexBuilding = "the code index for this commit is still being built; results come from a full scan"
+	noteIndexFailed   = "the code index for this commit could not be built: %s; results come from a full scan"
+	noteIndexNoCommit = "this checkout is not at a git commit, so it has no code index; results come from a full scan"
+)
+
+// Index states, as /healthz shows them.
+const (
+	IndexBuilding = "building"
+	IndexReady    = "ready"
+	IndexFailed   = "failed"
+)
+
+// IndexHealth is the state of the code index of a repository's current
+// commit, for /healthz. Error is a short reason without host paths; the
+// full error is in the log.
+type IndexHealth struct {
+	State  string    `json:"state"`
+	Commit string    `json:"commit"`
+	Files  int       `json:"files,omitempty"`
+	Built  time.Time `json:"built,omitzero"`
+	// AgeSeconds is how long ago Built was.
+	AgeSeconds int64  `json:"age_seconds,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// indexes is one repository's code indexes, by commit. An entry lives
+// while a lease pins it, while its commit is the one new leases get, and,
+// as the base the next commit's index is updated from, while it is the
+// newest ready one; then it is dropped from memory and disk.
+type indexes struct {
+	mu      sync.Mutex
+	current string // the commit new leases get
+	byID    map[string]*indexEntry
+	base    *indexEntry // the newest ready entry
+	queued  bool        // waiting in the builder's queue
+	swept   bool        // the disk was read for a base once
+}
+
+// indexEntry is the index of one commit, ready or not.
+type indexEntry struct {
+	commit string
+	state  string
+	idx    tools.CodeIndex // ready only
+	files  int
+	built  time.Time
+	reason string // failed only: short, no host paths
+	pins   int    // leases holding it
+}
+
+// entry returns the entry of commit, adding a building one. Call with
+// x.mu held.
+func (x *indexes) entry(commit string) *indexEntry {
+	e := x.byID[commit]
+	if e == nil {
+		e = &indexEntry{commit: commit, state: IndexBuilding}
+		x.byID[commit] = e
+	}
+	return e
+}
+
+// keep reports whether e must stay. Call with x.mu held.
+func (x *indexes) keep(e *indexEntry) bool {
+	return e.pins > 0 || e.commit == x.current || e == x.base
+}
+
+// stale removes and returns the entries no longer kept. Call with x.mu
+// held; delete their files after unlocking.
+func (x *indexes) stale() []string {
+	var gone []string
+	for id, e := range x.byID {
+		if !x.keep(e) {
+			delete(x.byID, id)
+			gone = append(gone, id)
+		}
+	}
+	return gone
+}
+
+// lookup is a lease's view of its entry.
+func (x *indexes) lookup(e *indexEntry) (tools.CodeIndex, string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	switch e.state {
+	case IndexReady:
+		return e.idx, ""
+	case IndexFailed:
+		return nil, fmt.Sprintf(noteIndexFailed, e.reason)
+	}
+	return nil, noteIndexBuilding
+}
+
+// health is the state of the current commit's index.
+func (x *indexes) health(now time.Time) *IndexHealth {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.byID[x.current]
+	if e == nil {
+		return nil
+	}
+	h := &IndexHealth{State: e.state, Commit: e.commit, Files: e.files, Built: e.built, Error: e.reason}
+	if !e.built.IsZero() {
+		h.AgeSeconds = int64(now.Sub(e.built) / time.Second)
+	}
+	return h
+}
+
+// indexer runs the builds of every repository of a Manager, one at a
+// time (a build takes the CPU of a core or two; the service must keep
+// answering), each from the previous commit's index when there is one.
+type indexer struct {
+	impl Indexer
+	dir  string // DataDir/index; "" keeps indexes in memory only
+	log  *slog.Logger
+
+	ctx    context.Context // canceled by stop: a running build ends
+	cancel context.CancelFunc
+	done   chan struct{}
+	wake   chan struct{}
+
+	mu    sync.Mutex
+	queue []*repo
+}
+
+// startIndexer starts the builder; Close stops it. Indexes are kept in
+// DataDir/index, or only in memory without a DataDir.
+func (m *Manager) startIndexer() {
+	dir := ""
+	if m.opts.DataDir != "" {
+		if abs, err := filepath.Abs(filepath.Join(m.opts.DataDir, "index")); err == nil {
+			dir = abs
+		} else {
+			m.log.Warn("code indexes are kept in memory only", "err", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.ix = &indexer{impl: m.opts.Indexer, dir: dir, log: m.log, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	go m.runIndexer()
+}
+
+// stop cancels a running build and waits for the builder to return.
+func (ix *indexer) stop() {
+	ix.cancel()
+	<-ix.done
+}
+
+// enqueue asks for an index of r's current commit.
+func (ix *indexer) enqueue(r *repo) {
+	ix.mu.Lock()
+	ix.queue = append(ix.queue, r)
+	ix.mu.Unlock()
+	select {
+	case ix.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ix *indexer) next() *repo {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if len(ix.queue) == 0 {
+		return nil
+	}
+	r := ix.queue[0]
+	ix.queue = ix.queue[1:]
+	return r
+}
+
+// run builds what is queued until stop.
+func (m *Manager) runIndexer() {
+	ix := m.ix
+	defer close(ix.done)
+	for {
+		select {
+		case <-ix.ctx.Done():
+			return
+		case <-ix.wake:
+		}
+		for r := ix.next(); r != nil && ix.ctx.Err() == nil; r = ix.next() {
+			m.indexCurrent(ix.ctx, r)
+		}
+	}
+}
+
+// indexCommit records that commit is now what new leases of r get, and
+// queues its index. An empty commit (a path that is no git checkout) has
+// none.
+func (m *Manager) indexCommit(r *repo, commit string) {
+	if m.ix == nil || commit == "" {
+		return
+	}
+	x := &r.indexes
+	x.mu.Lock()
+	if x.current == commit {
+		x.mu.Unlock()
+		return
+	}
+	x.current = commit
+	e := x.entry(commit)
+	queue := e.state == IndexBuilding && !x.queued
+	x.queued = x.queued || queue
+	gone := x.stale()
+	x.mu.Unlock()
+	m.ix.remove(r, gone)
+	if queue {
+		m.ix.enqueue(r)
+	}
+}
+
+// pinIndex holds the index entry of commit for a lease; release lets it
+// go, dropping it when nothing else keeps it.
+func (m *Manager) pinIndex(r *repo, commit string) (e *indexEntry, release func()) {
+	x := &r.indexes
+	x.mu.Lock()
+	e = x.entry(commit)
+	e.pins++
+	x.mu.Unlock()
+	return e, func() {
+		x.mu.Lock()
+		e.pins--
+		gone := x.stale()
+		x.mu.Unlock()
+		m.ix.remove(r, gone)
+	}
+}
+
+// holdCurrent keeps r's current checkout from being deleted while its
+// index is built; ok is false when it is not at commit any more (a newer
+// one is queued) or is going away.
+func (m *Manager) holdCurrent(r *repo, commit string) (ws *tools.Workspace, release func(), ok bool) {
+	r.mu.Lock()
+	s := r.cur
+	at := ""
+	if s != nil {
+		at = s.commit
+		if r.local {
+			at = r.lastCommit
+		}
+	}
+	if s == nil || s.retire || at != commit {
+		r.mu.Unlock()
+		return nil, nil, false
+	}
+	s.refs++
+	s.held++
+	r.mu.Unlock()
+	return s.ws, func() {
+		r.mu.Lock()
+		s.held--
+		r.mu.Unlock()
+		m.release(r, s)
+	}, true
+}
+
+// indexCurrent makes the index of r's current commit, unless it exists.
+func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
+	x := &r.indexes
+	x.mu.Lock()
+	x.queued = false
+	commit := x.current
+	e := x.entry(commit)
+	todo := e.state == IndexBuilding
+	x.mu.Unlock()
+	if !todo {
+		return
+	}
+	ws, release, ok := m.holdCurrent(r, commit)
+	if !ok {
+		return
+	}
+	defer release()
+	start := time.Now()
+	idx, how, err := m.ix.make(ctx, r, ws, commit)
+	log := m.log.With("repo", r.spec.Name, "commit", commit)
+	if err != nil && ctx.Err() != nil {
+		log.Info("code index build stopped", "reason", "shutting down")
+		return
+	}
+	x.mu.Lock()
+	if err != nil {
+		e.state, e.reason = IndexFailed, failReason(err)
+	} else {
+		e.state, e.idx, e.built = IndexReady, idx, time.Now()
+		e.files = len(idx.Files())
+		x.base = e
+	}
+	gone := x.stale()
+	x.mu.Unlock()
+	m.ix.remove(r, gone)
+	if err != nil {
+		log.Warn("code index failed; tools scan instead", "err", err)
+		return
+	}
+	log.Info("code index ready", "how", how, "files", e.files, "duration", time.Since(start).Round(time.Millisecond).String())
+	m.ix.sweep(r)
+}
+
+// failReason is what /healthz and a tool's note say of a failed build:
+// the kind of failure, never the error itself, which may name host paths.
+func failReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "it timed out"
+	}
+	return "see the service log"
+}

@@ -1,0 +1,459 @@
+package repos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/symbols"
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// countingIndexer counts the calls into an Indexer and can hold builds
+// until a test lets them go.
+type countingIndexer struct {
+	Indexer
+
+	mu                     sync.Mutex
+	builds, updates, loads int
+	changed                [][]string
+	// gate, when set, holds Build and Update until closed or canceled;
+	// started hears of each held call.
+	gate    chan struct{}
+	started chan struct{}
+	fail    error // returned by Build and Update when set
+	stopped error // the context error a held call ended with
+}
+
+func (c *countingIndexer) hold(ctx context.Context) error {
+	c.mu.Lock()
+	gate, started, fail := c.gate, c.started, c.fail
+	c.mu.Unlock()
+	if fail != nil {
+		return fail
+	}
+	if gate == nil {
+		return nil
+	}
+	if started != nil {
+		started <- struct{}{}
+	}
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		c.stopped = ctx.Err()
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+func (c *countingIndexer) Build(ctx context.Context, ws *tools.Workspace, commit string) (tools.CodeIndex, error) {
+	c.mu.Lock()
+	c.builds++
+	c.mu.Unlock()
+	if err := c.hold(ctx); err != nil {
+		return nil, err
+	}
+	return c.Indexer.Build(ctx, ws, commit)
+}
+
+func (c *countingIndexer) Update(ctx context.Context, prev tools.CodeIndex, ws *tools.Workspace, commit string, changed []string) (tools.CodeIndex, error) {
+	c.mu.Lock()
+	c.updates++
+	c.changed = append(c.changed, slices.Sorted(slices.Values(changed)))
+	c.mu.Unlock()
+	if err := c.hold(ctx); err != nil {
+		return nil, err
+	}
+	return c.Indexer.Update(ctx, prev, ws, commit, changed)
+}
+
+func (c *countingIndexer) Load(path string) (tools.CodeIndex, error) {
+	c.mu.Lock()
+	c.loads++
+	c.mu.Unlock()
+	return c.Indexer.Load(path)
+}
+
+// counts returns builds, updates and loads so far.
+func (c *countingIndexer) counts() [3]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return [3]int{c.builds, c.updates, c.loads}
+}
+
+// listIndexer is a small real Indexer: the files of the checkout (what
+// list_files sees), saved as JSON.
+type listIndexer struct{}
+
+type listIndex struct {
+	Rev   string   `json:"commit"`
+	Paths []string `json:"files"`
+}
+
+func (x *listIndex) Commit() string                             { return x.Rev }
+func (x *listIndex) Candidates([]string, bool) ([]string, bool) { return nil, false }
+func (x *listIndex) Definitions(string, bool) []symbols.Symbol  { return nil }
+func (x *listIndex) SymbolNames() []string                      { return nil }
+func (x *listIndex) References(string) []symbols.Occurrence     { return nil }
+func (x *listIndex) Note() string                               { return "" }
+func (x *listIndex) Files() []tools.FileSymbols {
+	out := make([]tools.FileSymbols, len(x.Paths))
+	for i, p := range x.Paths {
+		out[i] = tools.FileSymbols{Path: p}
+	}
+	return out
+}
+
+func (listIndexer) Build(ctx context.Context, ws *tools.Workspace, commit string) (tools.CodeIndex, error) {
+	var paths []string
+	err := fs.WalkDir(os.DirFS(ws.Dir()), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" && d.IsDir() {
+			return fs.SkipDir
+		}
+		if d.Name() == ".git" {
+			return nil
+		}
+		if !d.IsDir() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	return &listIndex{Rev: commit, Paths: paths}, err
+}
+
+func (l listIndexer) Update(ctx context.Context, _ tools.CodeIndex, ws *tools.Workspace, commit string, _ []string) (tools.CodeIndex, error) {
+	return l.Build(ctx, ws, commit)
+}
+
+func (listIndexer) Save(idx tools.CodeIndex, path string) error {
+	b, err := json.Marshal(idx)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644) // private() narrows it
+}
+
+func (listIndexer) Load(path string) (tools.CodeIndex, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var x listIndex
+	if err := json.Unmarshal(b, &x); err != nil {
+		return nil, fmt.Errorf("read the index: %w", err)
+	}
+	return &x, nil
+}
+
+func newCounting() *countingIndexer { return &countingIndexer{Indexer: listIndexer{}} }
+
+// waitIndex waits until repository name's index is in state at commit.
+func waitIndex(t testing.TB, m *Manager, name, commit, state string) IndexHealth {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for {
+		for _, h := range m.Health() {
+			if h.Name == name && h.Index != nil && h.Index.Commit == commit && h.Index.State == state {
+				return *h.Index
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("index of %s at %s never %s; health: %+v", name, commit, state, m.Health())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// indexDir lists what the data directory holds for repository name.
+func indexDir(t testing.TB, data, name string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(data, "index", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func leaseIndex(t testing.TB, l *Lease) tools.CodeIndex {
+	t.Helper()
+	idx, note := l.Index()
+	if idx == nil {
+		t.Fatalf("lease at %s has no index: %q", l.Commit, note)
+	}
+	if idx.Commit() != l.Commit {
+		t.Fatalf("lease at %s got the index of %s", l.Commit, idx.Commit())
+	}
+	return idx
+}
+
+// TestIndexFollowsSync: a sync to a new commit updates the index from the
+// previous commit's (with both sides of a rename), and the old index goes
+// from memory and disk when its last lease is released, not before.
+func TestIndexFollowsSync(t *testing.T) {
+	up := newRemote(t)
+	first := up.commit("main", map[string]string{"a.go": "package a\n", "old.go": "package a\n"})
+	data := t.TempDir()
+	ix := newCounting()
+	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data, Indexer: ix})
+	waitIndex(t, m, "app", first, IndexReady)
+	held := acquire(t, m, "app")
+	leaseIndex(t, held)
+
+	second := up.Push("main", gitexectest.Commit{Write: map[string]string{"a.go": "package a\n\nfunc A() {}\n"}, Rename: [2]string{"old.go", "new.go"}})
+	if err := m.SyncNow(t.Context(), "app"); err != nil {
+		t.Fatal(err)
+	}
+	h := waitIndex(t, m, "app", second, IndexReady)
+	if h.Files != 2 {
+		t.Errorf("health files = %d, want 2", h.Files)
+	}
+	if got, want := ix.counts(), [3]int{1, 1, 0}; got != want {
+		t.Errorf("builds, updates, loads = %v, want %v", got, want)
+	}
+	if got, want := ix.changed[0], []string{"a.go", "new.go", "old.go"}; !slices.Equal(got, want) {
+		t.Errorf("changed = %q, want %q", got, want)
+	}
+	if got := indexDir(t, data, "app"); !slices.Equal(got, slices.Sorted(slices.Values([]string{first, second}))) {
+		t.Errorf("index dir while the old lease is held = %q, want both commits", got)
+	}
+	leaseIndex(t, held) // still the first commit's
+	held.Release()
+	if got := indexDir(t, data, "app"); !slices.Equal(got, []string{second}) {
+		t.Errorf("index dir after release = %q, want only %s", got, second)
+	}
+	l := acquire(t, m, "app")
+	defer l.Release()
+	leaseIndex(t, l)
+}
+
+// TestIndexRestart: a new Manager over the same data directory loads the
+// saved index instead of building it; when the remote moved while the
+// service was down, it updates from the saved one.
+func TestIndexRestart(t *testing.T) {
+	up := newRemote(t)
+	first := up.commit("main", map[string]string{"a.go": "package a\n"})
+	data := t.TempDir()
+	spec := []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
+	m := newManager(t, spec, Options{DataDir: data, Indexer: newCounting()})
+	waitIndex(t, m, "app", first, IndexReady)
+	m.Close()
+
+	again := newCounting()
+	m = newManager(t, spec, Options{DataDir: data, Indexer: again})
+	waitIndex(t, m, "app", first, IndexReady)
+	if got, want := again.counts(), [3]int{0, 0, 1}; got != want {
+		t.Errorf("after a restart: builds, updates, loads = %v, want %v", got, want)
+	}
+	m.Close()
+
+	second := up.commit("main", map[string]string{"b.go": "package a\n"})
+	third := newCounting()
+	m = newManager(t, spec, Options{DataDir: data, Indexer: third})
+	waitIndex(t, m, "app", second, IndexReady)
+	if got, want := third.counts(), [3]int{0, 1, 1}; got != want {
+		t.Errorf("after a restart at a new commit: builds, updates, loads = %v, want %v", got, want)
+	}
+	if got := indexDir(t, data, "app"); !slices.Equal(got, []string{second}) {
+		t.Errorf("index dir = %q, want only %s", got, second)
+	}
+}
+
+// TestIndexLeaseNeverWaits: a lease taken while its commit's index is
+// built gets no index and the note at once; once it is ready, the same
+// lease and later ones get it.
+func TestIndexLeaseNeverWaits(t *testing.T) {
+	up := newRemote(t)
+	first := up.commit("main", map[string]string{"a.go": "package a\n"})
+	ix := newCounting()
+	ix.gate, ix.started = make(chan struct{}), make(chan struct{}, 1)
+	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{Indexer: ix})
+	<-ix.started
+	l := acquire(t, m, "app")
+	defer l.Release()
+	if idx, note := l.Index(); idx != nil || note != noteIndexBuilding {
+		t.Errorf("Index() while building = %v, %q; want nil, %q", idx, note, noteIndexBuilding)
+	}
+	if h := waitIndex(t, m, "app", first, IndexBuilding); h.Files != 0 || !h.Built.IsZero() {
+		t.Errorf("health while building = %+v", h)
+	}
+	close(ix.gate)
+	waitIndex(t, m, "app", first, IndexReady)
+	leaseIndex(t, l)
+	later := acquire(t, m, "app")
+	defer later.Release()
+	leaseIndex(t, later)
+}
+
+// TestIndexCorruptRebuilt: a saved index that does not load, or that
+// describes another commit, is built again, not trusted.
+func TestIndexCorruptRebuilt(t *testing.T) {
+	for name, content := range map[string]string{
+		"garbage":      "\x00\x01 not an index",
+		"other commit": `{"commit":"` + strings.Repeat("a", 40) + `","files":["evil.go"]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := newRemote(t)
+			first := up.commit("main", map[string]string{"a.go": "package a\n"})
+			data := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(data, "index", "app"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(data, "index", "app", first), []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ix := newCounting()
+			m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data, Indexer: ix})
+			waitIndex(t, m, "app", first, IndexReady)
+			if got, want := ix.counts(), [3]int{1, 0, 1}; got != want {
+				t.Errorf("builds, updates, loads = %v, want %v", got, want)
+			}
+			l := acquire(t, m, "app")
+			defer l.Release()
+			if files := leaseIndex(t, l).Files(); len(files) != 1 || files[0].Path != "a.go" {
+				t.Errorf("files = %+v, want a.go alone", files)
+			}
+		})
+	}
+}
+
+// TestIndexCloseCancelsBuild: Close ends a running build through its
+// context, and returns.
+func TestIndexCloseCancelsBuild(t *testing.T) {
+	up := newRemote(t)
+	up.commit("main", map[string]string{"a.go": "package a\n"})
+	ix := newCounting()
+	ix.gate, ix.started = make(chan struct{}), make(chan struct{}, 1)
+	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{Indexer: ix})
+	<-ix.started
+	closed := make(chan struct{})
+	go func() { m.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(guard):
+		t.Fatal("Close did not return while a build ran")
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !errors.Is(ix.stopped, context.Canceled) {
+		t.Errorf("the build ended with %v, want context.Canceled", ix.stopped)
+	}
+}
+
+// TestIndexFailed: a failed build shows as failed in the health and the
+// lease's note, with a short reason that carries nothing of the error.
+func TestIndexFailed(t *testing.T) {
+	up := newRemote(t)
+	first := up.commit("main", map[string]string{"a.go": "package a\n"})
+	ix := newCounting()
+	ix.fail = errors.New("open /srv/secret/host/path: permission denied")
+	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{Indexer: ix})
+	h := waitIndex(t, m, "app", first, IndexFailed)
+	b, _ := json.Marshal(m.Health())
+	if strings.Contains(string(b), "/srv") || strings.Contains(string(b), "permission") {
+		t.Errorf("health carries the error: %s", b)
+	}
+	if h.Error == "" {
+		t.Error("health of a failed index has no reason")
+	}
+	l := acquire(t, m, "app")
+	defer l.Release()
+	idx, note := l.Index()
+	if want := fmt.Sprintf(noteIndexFailed, h.Error); idx != nil || note != want {
+		t.Errorf("Index() = %v, %q; want nil, %q", idx, note, want)
+	}
+}
+
+// TestIndexPrivate: everything under DataDir/index is the service's
+// alone.
+func TestIndexPrivate(t *testing.T) {
+	up := newRemote(t)
+	first := up.commit("main", map[string]string{"a.go": "package a\n"})
+	data := t.TempDir()
+	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data, Indexer: newCounting()})
+	waitIndex(t, m, "app", first, IndexReady)
+	err := filepath.WalkDir(filepath.Join(data, "index"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIndexLocalHeadMoves: a path checkout whose HEAD moves gets the new
+// commit's index, updated from the old one, at the next lease.
+func TestIndexLocalHeadMoves(t *testing.T) {
+	dir := t.TempDir()
+	repo := gitexectest.Init(t, dir)
+	first := repo.Commit(gitexectest.Commit{Write: map[string]string{"sub/a.go": "package a\n", "top.txt": "x\n"}})
+	ix := newCounting()
+	m := newManager(t, []Spec{{Name: "app", Path: filepath.Join(dir, "sub"), Channels: []string{"*"}}}, Options{Indexer: ix})
+	waitIndex(t, m, "app", first, IndexReady)
+	second := repo.Commit(gitexectest.Commit{Write: map[string]string{"sub/b.go": "package a\n", "top.txt": "y\n"}})
+	l := acquire(t, m, "app")
+	defer l.Release()
+	if l.Commit != second {
+		t.Fatalf("lease commit = %s, want %s", l.Commit, second)
+	}
+	waitIndex(t, m, "app", second, IndexReady)
+	leaseIndex(t, l)
+	if got, want := ix.counts(), [3]int{1, 1, 0}; got != want {
+		t.Errorf("builds, updates, loads = %v, want %v", got, want)
+	}
+	if got, want := ix.changed[0], []string{"b.go"}; !slices.Equal(got, want) {
+		t.Errorf("changed = %q, want %q (relative to the checkout, nothing outside it)", got, want)
+	}
+}
+
+// TestIndexOff: without an Indexer, leases have no index and no note,
+// and the health shows none.
+func TestIndexOff(t *testing.T) {
+	up := newRemote(t)
+	up.commit("main", map[string]string{"a.go": "package a\n"})
+	data := t.TempDir()
+	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data})
+	l := acquire(t, m, "app")
+	defer l.Release()
+	if idx, note := l.Index(); idx != nil || note != "" {
+		t.Errorf("Index() = %v, %q; want nil, empty", idx, note)
+	}
+	if h := m.Health()[0]; h.Index != nil {
+		t.Errorf("health index = %+v, want none", h.Index)
+	}
+	if _, err := os.Stat(filepath.Join(data, "index")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("index directory exists without indexes: %v", err)
+	}
+}
