@@ -4,8 +4,9 @@
 // tools use it to answer from a scan while no index is ready.
 //
 // It imports no other internal package: it reads the content it is given
-// and runs ctags on files it is told are allowed, never deciding that
-// itself.
+// (ctags too is fed content, never a path to open) and never decides what
+// may be read; the caller has already put each file through the
+// workspace's wall.
 package symbols
 
 // Symbol is one definition.

@@ -1,0 +1,143 @@
+package symbols
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func realCtags(t *testing.T) *Ctags {
+	t.Helper()
+	c, err := NewCtags(t.Context(), "", 10*time.Second)
+	if errors.Is(err, ErrNoCtags) {
+		t.Skipf("no universal-ctags here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCtagsTags(t *testing.T) {
+	c := realCtags(t)
+	huge := bytes.Repeat([]byte("# padding\n"), 300_000) // 3 MB
+	huge = append(huge, "\ndef last_one():\n    pass\n"...)
+	files := []Source{
+		{"shop/cart.py", []byte("# A cart.\nclass Cart:\n    # Add one item.\n    def add(self, item):\n        return item\n\n    def _secret(self):\n        pass\n")},
+		// Names that look like options are labels, never arguments.
+		{"-x.py", []byte("def dash():\n    pass\n")},
+		{"--help.js", []byte("function help(a) {}\n")},
+		{"--options=/etc/passwd.rb", []byte("class Opt\nend\n")},
+		{"bin.dat", []byte("\x00\x01\x02\xff\xfe def not_this():\n")},
+		{"empty.c", nil},
+		{"tests/test_cart.py", []byte("def test_add():\n    pass\n")},
+		{"big.py", huge},
+	}
+	got, err := c.Tags(t.Context(), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type short struct {
+		Name, Kind, Container, Signature, Doc, Lang string
+		Line, EndLine                               int
+		Exported, Test                              bool
+	}
+	var flat []short
+	for i, f := range got {
+		for _, s := range f.Symbols {
+			if s.Path != files[i].Path {
+				t.Errorf("%s: path %q, want %q", s.Name, s.Path, files[i].Path)
+			}
+			flat = append(flat, short{s.Name, s.Kind, s.Container, s.Signature, s.Doc, s.Lang, s.Line, s.EndLine, s.Exported, s.Test})
+		}
+	}
+	want := []short{
+		{"Cart", "class", "", "class Cart:", "A cart.", "python", 2, 8, true, false},
+		{"add", "member", "Cart", "def add(self, item):", "Add one item.", "python", 4, 5, true, false},
+		{"_secret", "member", "Cart", "def _secret(self):", "", "python", 7, 8, false, false},
+		{"dash", "function", "", "def dash():", "", "python", 1, 2, true, false},
+		{"help", "function", "", "function help(a) {}", "", "javascript", 1, 1, true, false},
+		{"Opt", "class", "", "class Opt", "", "ruby", 1, 2, true, false},
+		{"test_add", "function", "", "def test_add():", "", "python", 1, 2, true, true},
+		{"last_one", "function", "", "def last_one():", "", "python", 300002, 300003, true, false},
+	}
+	if diff := cmp.Diff(want, flat); diff != "" {
+		t.Errorf("symbols (-want +got):\n%s", diff)
+	}
+}
+
+// fakeCtags puts a script named ctags in a new directory: it answers
+// --list-features as universal-ctags does, then runs body.
+func fakeCtags(t *testing.T, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; esac\n" + body + "\n"
+	path := filepath.Join(dir, "ctags")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestCtagsHostile(t *testing.T) {
+	src := []Source{{"a.py", []byte("def a():\n    pass\n")}}
+	for _, tc := range []struct {
+		name, body string
+		want       string
+	}{
+		{"hangs", "exec sleep 60", "deadline exceeded"},
+		{"floods", "exec yes '{\"_type\": \"tag\", \"name\": \"x\", \"path\": \"a.py\", \"line\": 1}'", "output exceeds"},
+		{"garbage", "echo 'not json'", "unexpected output"},
+		{"dies", "exit 3", "output ended"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewCtags(t.Context(), fakeCtags(t, tc.body), time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.MaxOutput = 1 << 20
+			start := time.Now()
+			got, err := c.Tags(t.Context(), src)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one saying %q", err, tc.want)
+			}
+			if len(got) != 1 || len(got[0].Symbols) != 0 {
+				t.Errorf("a failed batch gave symbols: %+v", got)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %v: the timeout did not stop it", d)
+			}
+		})
+	}
+}
+
+func TestNewCtagsMissing(t *testing.T) {
+	for name, path := range map[string]string{
+		"not on PATH": "askrepo-no-such-ctags",
+		"exuberant":   fakeCtagsPlain(t, "#!/bin/sh\necho 'ctags: unknown option'; exit 1\n"),
+		"no json":     fakeCtagsPlain(t, "#!/bin/sh\nprintf 'interactive\\n'\n"),
+		"hangs":       fakeCtagsPlain(t, "#!/bin/sh\nexec sleep 60\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewCtags(t.Context(), path, time.Second)
+			if !errors.Is(err, ErrNoCtags) {
+				t.Errorf("err = %v, want ErrNoCtags", err)
+			}
+		})
+	}
+}
+
+func fakeCtagsPlain(t *testing.T, script string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ctags")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
