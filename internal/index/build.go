@@ -320,7 +320,7 @@ func (a *assembler) add(data []fileData) {
 }
 
 func (a *assembler) finish(commit, note string) *Index {
-	ix := &Index{commit: commit, note: note, files: a.files, syms: a.syms, nOccs: a.occs.n}
+	ix := &Index{commit: commit, note: note, files: a.files, syms: a.syms, nOccs: a.occs.n, diskBytes: new(atomic.Int64)}
 	ix.gramKeys, ix.grams = a.grams.finish()
 	ix.names, ix.occs = a.occs.finish()
 	ix.derive()

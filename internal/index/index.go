@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/symbols"
@@ -68,7 +69,13 @@ type Index struct {
 	rankedList []tools.FileSymbols
 
 	ws        *tools.Workspace // reads occurrence lines; nil after Load until WithWorkspace
-	diskBytes int64
+	diskBytes *atomic.Int64    // the saved size, once saved or loaded
+}
+
+func atomicInt(v int64) *atomic.Int64 {
+	a := new(atomic.Int64)
+	a.Store(v)
+	return a
 }
 
 // fileEntry is one file of the checkout that the wall lets through.
@@ -97,7 +104,7 @@ type Stats struct {
 
 // Stats returns the index's coverage and size.
 func (ix *Index) Stats() Stats {
-	s := Stats{Commit: ix.commit, Files: len(ix.files), Symbols: len(ix.syms), Names: len(ix.names), Occurrences: ix.nOccs, DiskBytes: ix.diskBytes}
+	s := Stats{Commit: ix.commit, Files: len(ix.files), Symbols: len(ix.syms), Names: len(ix.names), Occurrences: ix.nOccs, DiskBytes: ix.diskBytes.Load()}
 	for _, f := range ix.files {
 		if f.size >= 0 {
 			s.TextFiles++
