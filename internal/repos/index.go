@@ -24,9 +24,10 @@ type Indexer interface {
 	// --name-only prev..commit`, relative to ws).
 	Update(ctx context.Context, prev tools.CodeIndex, ws *tools.Workspace, commit string, changed []string) (tools.CodeIndex, error)
 	// Save writes idx at path (one file or directory, created anew);
-	// Load reads it back, failing on anything it cannot trust.
+	// Load reads it back as the index of ws, failing on anything it
+	// cannot trust.
 	Save(idx tools.CodeIndex, path string) error
-	Load(path string) (tools.CodeIndex, error)
+	Load(path string, ws *tools.Workspace) (tools.CodeIndex, error)
 }
 
 // Notes a tool result carries when it could not use the index of its
@@ -52,8 +53,8 @@ type IndexHealth struct {
 	Commit string    `json:"commit"`
 	Files  int       `json:"files,omitempty"`
 	Built  time.Time `json:"built,omitzero"`
-	// AgeSeconds is how long ago Built was.
-	AgeSeconds int64  `json:"age_seconds,omitempty"`
+	// AgeSeconds is how long ago Built was; nil until built.
+	AgeSeconds *int64 `json:"age_seconds,omitempty"`
 	Error      string `json:"error,omitempty"`
 }
 
@@ -133,7 +134,8 @@ func (x *indexes) health(now time.Time) *IndexHealth {
 	}
 	h := &IndexHealth{State: e.state, Commit: e.commit, Files: e.files, Built: e.built, Error: e.reason}
 	if !e.built.IsZero() {
-		h.AgeSeconds = int64(now.Sub(e.built) / time.Second)
+		age := int64(now.Sub(e.built) / time.Second)
+		h.AgeSeconds = &age
 	}
 	return h
 }

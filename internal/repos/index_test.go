@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/index"
 	"github.com/askrepo/askrepo/internal/symbols"
 	"github.com/askrepo/askrepo/internal/tools"
 )
@@ -80,11 +81,11 @@ func (c *countingIndexer) Update(ctx context.Context, prev tools.CodeIndex, ws *
 	return c.Indexer.Update(ctx, prev, ws, commit, changed)
 }
 
-func (c *countingIndexer) Load(path string) (tools.CodeIndex, error) {
+func (c *countingIndexer) Load(path string, ws *tools.Workspace) (tools.CodeIndex, error) {
 	c.mu.Lock()
 	c.loads++
 	c.mu.Unlock()
-	return c.Indexer.Load(path)
+	return c.Indexer.Load(path, ws)
 }
 
 // counts returns builds, updates and loads so far.
@@ -149,7 +150,7 @@ func (listIndexer) Save(idx tools.CodeIndex, path string) error {
 	return os.WriteFile(path, b, 0o644) // private() narrows it
 }
 
-func (listIndexer) Load(path string) (tools.CodeIndex, error) {
+func (listIndexer) Load(path string, _ *tools.Workspace) (tools.CodeIndex, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -162,6 +163,22 @@ func (listIndexer) Load(path string) (tools.CodeIndex, error) {
 }
 
 func newCounting() *countingIndexer { return &countingIndexer{Indexer: listIndexer{}} }
+
+// inners are the Indexers the lifecycle tests run over: the small one
+// above, and the real one (without ctags, which the machine may lack).
+var inners = map[string]Indexer{
+	"list": listIndexer{},
+	"real": index.Indexer{Options: index.Options{Ctags: "off"}},
+}
+
+// forEachIndexer runs test once over each of inners, counted.
+func forEachIndexer(t *testing.T, test func(t *testing.T, newIndexer func() *countingIndexer)) {
+	for name, inner := range inners {
+		t.Run(name, func(t *testing.T) {
+			test(t, func() *countingIndexer { return &countingIndexer{Indexer: inner} })
+		})
+	}
+}
 
 // waitIndex waits until repository name's index is in state at commit.
 func waitIndex(t testing.TB, m *Manager, name, commit, state string) IndexHealth {
@@ -210,10 +227,14 @@ func leaseIndex(t testing.TB, l *Lease) tools.CodeIndex {
 // previous commit's (with both sides of a rename), and the old index goes
 // from memory and disk when its last lease is released, not before.
 func TestIndexFollowsSync(t *testing.T) {
+	forEachIndexer(t, testIndexFollowsSync)
+}
+
+func testIndexFollowsSync(t *testing.T, newIndexer func() *countingIndexer) {
 	up := newRemote(t)
 	first := up.commit("main", map[string]string{"a.go": "package a\n", "old.go": "package a\n"})
 	data := t.TempDir()
-	ix := newCounting()
+	ix := newIndexer()
 	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data, Indexer: ix})
 	waitIndex(t, m, "app", first, IndexReady)
 	held := acquire(t, m, "app")
@@ -243,22 +264,32 @@ func TestIndexFollowsSync(t *testing.T) {
 	}
 	l := acquire(t, m, "app")
 	defer l.Release()
-	leaseIndex(t, l)
+	var paths []string
+	for _, f := range leaseIndex(t, l).Files() {
+		paths = append(paths, f.Path)
+	}
+	if slices.Sort(paths); !slices.Equal(paths, []string{"a.go", "new.go"}) {
+		t.Errorf("files of the updated index = %q, want a.go and new.go", paths)
+	}
 }
 
 // TestIndexRestart: a new Manager over the same data directory loads the
 // saved index instead of building it; when the remote moved while the
 // service was down, it updates from the saved one.
 func TestIndexRestart(t *testing.T) {
+	forEachIndexer(t, testIndexRestart)
+}
+
+func testIndexRestart(t *testing.T, newIndexer func() *countingIndexer) {
 	up := newRemote(t)
 	first := up.commit("main", map[string]string{"a.go": "package a\n"})
 	data := t.TempDir()
 	spec := []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
-	m := newManager(t, spec, Options{DataDir: data, Indexer: newCounting()})
+	m := newManager(t, spec, Options{DataDir: data, Indexer: newIndexer()})
 	waitIndex(t, m, "app", first, IndexReady)
 	m.Close()
 
-	again := newCounting()
+	again := newIndexer()
 	m = newManager(t, spec, Options{DataDir: data, Indexer: again})
 	waitIndex(t, m, "app", first, IndexReady)
 	if got, want := again.counts(), [3]int{0, 0, 1}; got != want {
@@ -267,7 +298,7 @@ func TestIndexRestart(t *testing.T) {
 	m.Close()
 
 	second := up.commit("main", map[string]string{"b.go": "package a\n"})
-	third := newCounting()
+	third := newIndexer()
 	m = newManager(t, spec, Options{DataDir: data, Indexer: third})
 	waitIndex(t, m, "app", second, IndexReady)
 	if got, want := third.counts(), [3]int{0, 1, 1}; got != want {
@@ -304,36 +335,86 @@ func TestIndexLeaseNeverWaits(t *testing.T) {
 	leaseIndex(t, later)
 }
 
-// TestIndexCorruptRebuilt: a saved index that does not load, or that
-// describes another commit, is built again, not trusted.
+// TestIndexCorruptRebuilt: a saved index that does not load (garbage, cut
+// short) is built again; one saved under another commit's name is not
+// used as that commit's.
 func TestIndexCorruptRebuilt(t *testing.T) {
-	for name, content := range map[string]string{
-		"garbage":      "\x00\x01 not an index",
-		"other commit": `{"commit":"` + strings.Repeat("a", 40) + `","files":["evil.go"]}`,
-	} {
-		t.Run(name, func(t *testing.T) {
+	forEachIndexer(t, func(t *testing.T, newIndexer func() *countingIndexer) {
+		for _, tt := range []struct {
+			name    string
+			damage  func(t *testing.T, path string)
+			rebuilt bool
+		}{
+			{"garbage", func(t *testing.T, path string) {
+				if err := os.WriteFile(path, []byte("\x00\x01 not an index"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}, true},
+			{"cut short", func(t *testing.T, path string) {
+				fi, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(path, fi.Size()/2); err != nil {
+					t.Fatal(err)
+				}
+			}, true},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				up := newRemote(t)
+				first := up.commit("main", map[string]string{"a.go": "package a\n"})
+				data := t.TempDir()
+				spec := []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
+				m := newManager(t, spec, Options{DataDir: data, Indexer: newIndexer()})
+				waitIndex(t, m, "app", first, IndexReady)
+				m.Close()
+				tt.damage(t, filepath.Join(data, "index", "app", first))
+
+				ix := newIndexer()
+				m = newManager(t, spec, Options{DataDir: data, Indexer: ix})
+				waitIndex(t, m, "app", first, IndexReady)
+				if got, want := ix.counts(), [3]int{1, 0, 1}; got != want {
+					t.Errorf("builds, updates, loads = %v, want %v", got, want)
+				}
+				l := acquire(t, m, "app")
+				defer l.Release()
+				if files := leaseIndex(t, l).Files(); len(files) != 1 || files[0].Path != "a.go" {
+					t.Errorf("files = %+v, want a.go alone", files)
+				}
+			})
+		}
+		t.Run("another commit's", func(t *testing.T) {
 			up := newRemote(t)
 			first := up.commit("main", map[string]string{"a.go": "package a\n"})
 			data := t.TempDir()
-			if err := os.MkdirAll(filepath.Join(data, "index", "app"), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(data, "index", "app", first), []byte(content), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			ix := newCounting()
-			m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data, Indexer: ix})
+			spec := []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
+			m := newManager(t, spec, Options{DataDir: data, Indexer: newIndexer()})
 			waitIndex(t, m, "app", first, IndexReady)
-			if got, want := ix.counts(), [3]int{1, 0, 1}; got != want {
+			m.Close()
+			second := up.commit("main", map[string]string{"b.go": "package a\n"})
+			dir := filepath.Join(data, "index", "app")
+			b, err := os.ReadFile(filepath.Join(dir, first))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, second), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+
+			ix := newIndexer()
+			m = newManager(t, spec, Options{DataDir: data, Indexer: ix})
+			waitIndex(t, m, "app", second, IndexReady)
+			// second's file is refused; first's is the base of an update.
+			if got, want := ix.counts(), [3]int{0, 1, 2}; got != want {
 				t.Errorf("builds, updates, loads = %v, want %v", got, want)
 			}
 			l := acquire(t, m, "app")
 			defer l.Release()
-			if files := leaseIndex(t, l).Files(); len(files) != 1 || files[0].Path != "a.go" {
-				t.Errorf("files = %+v, want a.go alone", files)
+			if files := leaseIndex(t, l).Files(); len(files) != 2 {
+				t.Errorf("files = %+v, want a.go and b.go", files)
 			}
 		})
-	}
+	})
 }
 
 // TestIndexCloseCancelsBuild: Close ends a running build through its
@@ -386,10 +467,14 @@ func TestIndexFailed(t *testing.T) {
 // TestIndexPrivate: everything under DataDir/index is the service's
 // alone.
 func TestIndexPrivate(t *testing.T) {
+	forEachIndexer(t, testIndexPrivate)
+}
+
+func testIndexPrivate(t *testing.T, newIndexer func() *countingIndexer) {
 	up := newRemote(t)
 	first := up.commit("main", map[string]string{"a.go": "package a\n"})
 	data := t.TempDir()
-	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data, Indexer: newCounting()})
+	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data, Indexer: newIndexer()})
 	waitIndex(t, m, "app", first, IndexReady)
 	err := filepath.WalkDir(filepath.Join(data, "index"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -416,10 +501,14 @@ func TestIndexPrivate(t *testing.T) {
 // TestIndexLocalHeadMoves: a path checkout whose HEAD moves gets the new
 // commit's index, updated from the old one, at the next lease.
 func TestIndexLocalHeadMoves(t *testing.T) {
+	forEachIndexer(t, testIndexLocalHeadMoves)
+}
+
+func testIndexLocalHeadMoves(t *testing.T, newIndexer func() *countingIndexer) {
 	dir := t.TempDir()
 	repo := gitexectest.Init(t, dir)
 	first := repo.Commit(gitexectest.Commit{Write: map[string]string{"sub/a.go": "package a\n", "top.txt": "x\n"}})
-	ix := newCounting()
+	ix := newIndexer()
 	m := newManager(t, []Spec{{Name: "app", Path: filepath.Join(dir, "sub"), Channels: []string{"*"}}}, Options{Indexer: ix})
 	waitIndex(t, m, "app", first, IndexReady)
 	second := repo.Commit(gitexectest.Commit{Write: map[string]string{"sub/b.go": "package a\n", "top.txt": "y\n"}})

@@ -35,11 +35,11 @@ const diffTimeout = 2 * time.Minute
 // make returns the index of ws at commit: the one an earlier run saved,
 // else updated from the newest index there is, else built; how says which.
 func (ix *indexer) make(ctx context.Context, r *repo, ws *tools.Workspace, commit string) (idx tools.CodeIndex, how string, err error) {
-	if idx := ix.load(r, commit); idx != nil {
+	if idx := ix.load(r, ws, commit); idx != nil {
 		return idx, "loaded", nil
 	}
 	log := ix.log.With("repo", r.spec.Name, "commit", commit)
-	if base := ix.base(r, commit); base != nil {
+	if base := ix.base(r, ws, commit); base != nil {
 		changed, err := changedPaths(ctx, ws, base.Commit(), commit)
 		if err == nil {
 			idx, err = ix.impl.Update(ctx, base, ws, commit, changed)
@@ -79,7 +79,7 @@ func isCommitID(s string) bool {
 
 // load reads the saved index of commit, if one is there and can be
 // trusted; one that cannot is deleted, to be built again.
-func (ix *indexer) load(r *repo, commit string) tools.CodeIndex {
+func (ix *indexer) load(r *repo, ws *tools.Workspace, commit string) tools.CodeIndex {
 	p := ix.path(r, commit)
 	if p == "" {
 		return nil
@@ -87,7 +87,7 @@ func (ix *indexer) load(r *repo, commit string) tools.CodeIndex {
 	if _, err := os.Lstat(p); err != nil {
 		return nil
 	}
-	idx, err := ix.impl.Load(p)
+	idx, err := ix.impl.Load(p, ws)
 	if err == nil && idx.Commit() != commit {
 		err = fmt.Errorf("it describes commit %s", idx.Commit())
 	}
@@ -102,7 +102,7 @@ func (ix *indexer) load(r *repo, commit string) tools.CodeIndex {
 // base is the index the one of commit is updated from: the newest ready
 // in memory, else (once per run) the newest saved one of another commit,
 // which then stays as the base until something newer is ready.
-func (ix *indexer) base(r *repo, commit string) tools.CodeIndex {
+func (ix *indexer) base(r *repo, ws *tools.Workspace, commit string) tools.CodeIndex {
 	x := &r.indexes
 	x.mu.Lock()
 	if x.base != nil {
@@ -130,7 +130,7 @@ func (ix *indexer) base(r *repo, commit string) tools.CodeIndex {
 	if newest == "" {
 		return nil
 	}
-	idx := ix.load(r, newest)
+	idx := ix.load(r, ws, newest)
 	if idx == nil {
 		return nil
 	}
