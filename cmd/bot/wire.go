@@ -14,6 +14,7 @@ import (
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/budget"
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/index"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/repos"
@@ -103,6 +104,10 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 		}
 		model = client
 	}
+	var indexer repos.Indexer
+	if cfg.Index {
+		indexer = index.Indexer{Options: index.Options{Logger: log}}
+	}
 	m, err := repos.New(ctx, specs, repos.Options{
 		DataDir:    cfg.DataDir,
 		SyncEvery:  cfg.RepoSync,
@@ -110,6 +115,7 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 		Env:        env,
 		KnownHosts: cfg.KnownHosts,
 		OnSync:     onSync,
+		Indexer:    indexer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("repositories: %w", err)
