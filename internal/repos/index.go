@@ -225,39 +225,51 @@ func (m *Manager) indexCommit(r *repo, commit string) {
 	if m.ix == nil || commit == "" {
 		return
 	}
+	m.setIndexCommit(r, commit, false)
+}
+
+// setIndexCommit makes commit r's current one for indexes, queueing its
+// build, and with pin pins its entry for a lease in the same step.
+func (m *Manager) setIndexCommit(r *repo, commit string, pin bool) *indexEntry {
 	x := &r.indexes
 	x.mu.Lock()
-	if x.current == commit {
-		x.mu.Unlock()
-		return
-	}
-	x.current = commit
+	queue := false
 	e := x.entry(commit)
-	queue := e.state == IndexBuilding && !x.queued
-	x.queued = x.queued || queue
+	if x.current != commit {
+		x.current = commit
+		queue = e.state == IndexBuilding && !x.queued
+		x.queued = x.queued || queue
+	}
+	if pin {
+		e.pins++
+	}
 	gone := x.stale()
 	x.mu.Unlock()
 	m.ix.remove(r, gone)
 	if queue {
 		m.ix.enqueue(r)
 	}
+	return e
 }
 
-// pinIndex holds the index entry of commit for a lease; release lets it
-// go, dropping it when nothing else keeps it.
-func (m *Manager) pinIndex(r *repo, commit string) (e *indexEntry, release func()) {
+// pin holds the entry of commit for a lease.
+func (x *indexes) pin(commit string) *indexEntry {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.entry(commit)
+	e.pins++
+	return e
+}
+
+// unpinIndex lets a lease's entry go, dropping it (and whatever else is
+// no longer kept) when nothing else keeps it.
+func (m *Manager) unpinIndex(r *repo, e *indexEntry) {
 	x := &r.indexes
 	x.mu.Lock()
-	e = x.entry(commit)
-	e.pins++
+	e.pins--
+	gone := x.stale()
 	x.mu.Unlock()
-	return e, func() {
-		x.mu.Lock()
-		e.pins--
-		gone := x.stale()
-		x.mu.Unlock()
-		m.ix.remove(r, gone)
-	}
+	m.ix.remove(r, gone)
 }
 
 // holdCurrent keeps r's current checkout from being deleted while its

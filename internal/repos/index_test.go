@@ -34,12 +34,21 @@ type countingIndexer struct {
 	started chan struct{}
 	fail    error // returned by Build and Update when set
 	stopped error // the context error a held call ended with
+	// running and most count the calls in flight.
+	running, most int
 }
 
 func (c *countingIndexer) hold(ctx context.Context) error {
 	c.mu.Lock()
 	gate, started, fail := c.gate, c.started, c.fail
+	c.running++
+	c.most = max(c.most, c.running)
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.running--
+		c.mu.Unlock()
+	}()
 	if fail != nil {
 		return fail
 	}
@@ -333,6 +342,33 @@ func TestIndexLeaseNeverWaits(t *testing.T) {
 	later := acquire(t, m, "app")
 	defer later.Release()
 	leaseIndex(t, later)
+}
+
+// TestIndexOneBuildAtATime: the builds of several repositories run one
+// after the other.
+func TestIndexOneBuildAtATime(t *testing.T) {
+	var specs []Spec
+	var commits []string
+	for _, name := range []string{"a", "b", "c"} {
+		up := newRemote(t)
+		commits = append(commits, up.commit("main", map[string]string{name + ".go": "package " + name + "\n"}))
+		specs = append(specs, Spec{Name: name, URL: up.URL, Branch: "main", Channels: []string{"*"}})
+	}
+	ix := newCounting()
+	ix.gate, ix.started = make(chan struct{}), make(chan struct{}, 3)
+	m := newManager(t, specs, Options{Indexer: ix})
+	<-ix.started
+	// A builder that ran them together would start the others now.
+	time.Sleep(100 * time.Millisecond)
+	close(ix.gate)
+	for i, s := range specs {
+		waitIndex(t, m, s.Name, commits[i], IndexReady)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.most != 1 || ix.builds != 3 {
+		t.Errorf("%d builds, at most %d at once; want 3, one at a time", ix.builds, ix.most)
+	}
 }
 
 // TestIndexCorruptRebuilt: a saved index that does not load (garbage, cut

@@ -94,6 +94,11 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 		return nil, fmt.Errorf("%w: %s: its clone failed (%s); it is retried within seconds, then less often, up to every %s", ErrUnavailable, name, msg, m.opts.SyncEvery)
 	}
 	s.refs++
+	var pinned *indexEntry
+	if m.ix != nil && !r.local {
+		// Pinned with the checkout, so a sync cannot drop it between.
+		pinned = r.indexes.pin(s.commit)
+	}
 	r.mu.Unlock()
 	l := &Lease{
 		Name:      name,
@@ -120,26 +125,30 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 		r.mu.Lock()
 		r.lastCommit = l.Commit
 		r.mu.Unlock()
-		m.indexCommit(r, l.Commit)
+		if m.ix != nil && l.Commit != "" {
+			// The commit its HEAD is at now is the current one, and pinned
+			// in the same step.
+			pinned = m.setIndexCommit(r, l.Commit, true)
+		}
 	}
-	m.pinLeaseIndex(r, l)
+	m.holdIndex(r, l, pinned)
 	return l, nil
 }
 
-// pinLeaseIndex holds the code index of the lease's commit until Release.
-func (m *Manager) pinLeaseIndex(r *repo, l *Lease) {
+// holdIndex gives the lease its commit's code index entry, pinned until
+// Release.
+func (m *Manager) holdIndex(r *repo, l *Lease, e *indexEntry) {
 	if m.ix == nil {
 		return
 	}
 	l.indexes = &r.indexes
-	if l.Commit == "" {
+	if e == nil {
 		return
 	}
-	e, unpin := m.pinIndex(r, l.Commit)
 	l.index = e
 	release := l.release
 	l.release = func() {
-		unpin()
+		m.unpinIndex(r, e)
 		release()
 	}
 }
