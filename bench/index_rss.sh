@@ -17,13 +17,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/indexrss" ./bench/cmd/indexrss
 tree="$work/src"
-cp -a "$(go env GOROOT)/src" "$tree"
-(
-	cd "$tree"
-	git -c init.defaultBranch=main init -q
-	git add -A
-	git -c user.name=bench -c user.email=bench@example.com commit -q -m tree
-)
+bench/gosrc.sh "$tree"
 echo "tree: $(git -C "$tree" ls-files | wc -l) files, $(du -sh --exclude=.git "$tree" | cut -f1)"
 echo "no index:  $("$work/indexrss" -repo "$tree" -data "$work/data" -index=false 2>/dev/null)"
 echo "built:     $("$work/indexrss" -repo "$tree" -data "$work/data" 2>/dev/null)"

@@ -189,6 +189,24 @@ func forEachIndexer(t *testing.T, test func(t *testing.T, newIndexer func() *cou
 	}
 }
 
+// appRemote is a remote with one commit of files on main, the commit, and
+// the spec of repository "app" cloned from it.
+func appRemote(t testing.TB, files map[string]string) (up remote, first string, spec []Spec) {
+	t.Helper()
+	up = newRemote(t)
+	first = up.commit("main", files)
+	return up, first, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
+}
+
+// indexOnce runs a Manager over data until the index of commit is ready,
+// as a service that is then stopped.
+func indexOnce(t testing.TB, spec []Spec, data, commit string, ix Indexer) {
+	t.Helper()
+	m := newManager(t, spec, Options{DataDir: data, Indexer: ix})
+	waitIndex(t, m, "app", commit, IndexReady)
+	m.Close()
+}
+
 // waitIndex waits until repository name's index is in state at commit.
 func waitIndex(t testing.TB, m *Manager, name, commit, state string) IndexHealth {
 	t.Helper()
@@ -240,11 +258,10 @@ func TestIndexFollowsSync(t *testing.T) {
 }
 
 func testIndexFollowsSync(t *testing.T, newIndexer func() *countingIndexer) {
-	up := newRemote(t)
-	first := up.commit("main", map[string]string{"a.go": "package a\n", "old.go": "package a\n"})
+	up, first, spec := appRemote(t, map[string]string{"a.go": "package a\n", "old.go": "package a\n"})
 	data := t.TempDir()
 	ix := newIndexer()
-	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data, Indexer: ix})
+	m := newManager(t, spec, Options{DataDir: data, Indexer: ix})
 	waitIndex(t, m, "app", first, IndexReady)
 	held := acquire(t, m, "app")
 	leaseIndex(t, held)
@@ -290,16 +307,12 @@ func TestIndexRestart(t *testing.T) {
 }
 
 func testIndexRestart(t *testing.T, newIndexer func() *countingIndexer) {
-	up := newRemote(t)
-	first := up.commit("main", map[string]string{"a.go": "package a\n"})
+	up, first, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
 	data := t.TempDir()
-	spec := []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
-	m := newManager(t, spec, Options{DataDir: data, Indexer: newIndexer()})
-	waitIndex(t, m, "app", first, IndexReady)
-	m.Close()
+	indexOnce(t, spec, data, first, newIndexer())
 
 	again := newIndexer()
-	m = newManager(t, spec, Options{DataDir: data, Indexer: again})
+	m := newManager(t, spec, Options{DataDir: data, Indexer: again})
 	waitIndex(t, m, "app", first, IndexReady)
 	if got, want := again.counts(), [3]int{0, 0, 1}; got != want {
 		t.Errorf("after a restart: builds, updates, loads = %v, want %v", got, want)
@@ -322,11 +335,10 @@ func testIndexRestart(t *testing.T, newIndexer func() *countingIndexer) {
 // built gets no index and the note at once; once it is ready, the same
 // lease and later ones get it.
 func TestIndexLeaseNeverWaits(t *testing.T) {
-	up := newRemote(t)
-	first := up.commit("main", map[string]string{"a.go": "package a\n"})
+	_, first, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
 	ix := newCounting()
 	ix.gate, ix.started = make(chan struct{}), make(chan struct{}, 1)
-	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{Indexer: ix})
+	m := newManager(t, spec, Options{Indexer: ix})
 	<-ix.started
 	l := acquire(t, m, "app")
 	defer l.Release()
@@ -372,95 +384,75 @@ func TestIndexOneBuildAtATime(t *testing.T) {
 }
 
 // TestIndexCorruptRebuilt: a saved index that does not load (garbage, cut
-// short) is built again; one saved under another commit's name is not
-// used as that commit's.
+// short) is built again; one saved under another commit's name is refused,
+// and the index of that commit updated from the right one.
 func TestIndexCorruptRebuilt(t *testing.T) {
 	forEachIndexer(t, func(t *testing.T, newIndexer func() *countingIndexer) {
 		for _, tt := range []struct {
-			name    string
-			damage  func(t *testing.T, path string)
-			rebuilt bool
+			name string
+			// damage spoils the saved index of first in dir and returns
+			// the commit the next start is at.
+			damage    func(t *testing.T, up remote, dir, first string) string
+			wantCalls [3]int // builds, updates, loads
+			wantFiles int
 		}{
-			{"garbage", func(t *testing.T, path string) {
-				if err := os.WriteFile(path, []byte("\x00\x01 not an index"), 0o600); err != nil {
+			{"garbage", func(t *testing.T, _ remote, dir, first string) string {
+				if err := os.WriteFile(filepath.Join(dir, first), []byte("\x00\x01 not an index"), 0o600); err != nil {
 					t.Fatal(err)
 				}
-			}, true},
-			{"cut short", func(t *testing.T, path string) {
-				fi, err := os.Stat(path)
+				return first
+			}, [3]int{1, 0, 1}, 1},
+			{"cut short", func(t *testing.T, _ remote, dir, first string) string {
+				fi, err := os.Stat(filepath.Join(dir, first))
+				if err == nil {
+					err = os.Truncate(filepath.Join(dir, first), fi.Size()/2)
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := os.Truncate(path, fi.Size()/2); err != nil {
+				return first
+			}, [3]int{1, 0, 1}, 1},
+			{"another commit's", func(t *testing.T, up remote, dir, first string) string {
+				second := up.commit("main", map[string]string{"b.go": "package a\n"})
+				b, err := os.ReadFile(filepath.Join(dir, first))
+				if err == nil {
+					err = os.WriteFile(filepath.Join(dir, second), b, 0o600)
+				}
+				if err != nil {
 					t.Fatal(err)
 				}
-			}, true},
+				return second
+			}, [3]int{0, 1, 2}, 2},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				up := newRemote(t)
-				first := up.commit("main", map[string]string{"a.go": "package a\n"})
+				up, first, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
 				data := t.TempDir()
-				spec := []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
-				m := newManager(t, spec, Options{DataDir: data, Indexer: newIndexer()})
-				waitIndex(t, m, "app", first, IndexReady)
-				m.Close()
-				tt.damage(t, filepath.Join(data, "index", "app", first))
+				indexOnce(t, spec, data, first, newIndexer())
+				at := tt.damage(t, up, filepath.Join(data, "index", "app"), first)
 
 				ix := newIndexer()
-				m = newManager(t, spec, Options{DataDir: data, Indexer: ix})
-				waitIndex(t, m, "app", first, IndexReady)
-				if got, want := ix.counts(), [3]int{1, 0, 1}; got != want {
-					t.Errorf("builds, updates, loads = %v, want %v", got, want)
+				m := newManager(t, spec, Options{DataDir: data, Indexer: ix})
+				waitIndex(t, m, "app", at, IndexReady)
+				if got := ix.counts(); got != tt.wantCalls {
+					t.Errorf("builds, updates, loads = %v, want %v", got, tt.wantCalls)
 				}
 				l := acquire(t, m, "app")
 				defer l.Release()
-				if files := leaseIndex(t, l).Files(); len(files) != 1 || files[0].Path != "a.go" {
-					t.Errorf("files = %+v, want a.go alone", files)
+				if files := leaseIndex(t, l).Files(); len(files) != tt.wantFiles {
+					t.Errorf("files = %+v, want %d", files, tt.wantFiles)
 				}
 			})
 		}
-		t.Run("another commit's", func(t *testing.T) {
-			up := newRemote(t)
-			first := up.commit("main", map[string]string{"a.go": "package a\n"})
-			data := t.TempDir()
-			spec := []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}
-			m := newManager(t, spec, Options{DataDir: data, Indexer: newIndexer()})
-			waitIndex(t, m, "app", first, IndexReady)
-			m.Close()
-			second := up.commit("main", map[string]string{"b.go": "package a\n"})
-			dir := filepath.Join(data, "index", "app")
-			b, err := os.ReadFile(filepath.Join(dir, first))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, second), b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-
-			ix := newIndexer()
-			m = newManager(t, spec, Options{DataDir: data, Indexer: ix})
-			waitIndex(t, m, "app", second, IndexReady)
-			// second's file is refused; first's is the base of an update.
-			if got, want := ix.counts(), [3]int{0, 1, 2}; got != want {
-				t.Errorf("builds, updates, loads = %v, want %v", got, want)
-			}
-			l := acquire(t, m, "app")
-			defer l.Release()
-			if files := leaseIndex(t, l).Files(); len(files) != 2 {
-				t.Errorf("files = %+v, want a.go and b.go", files)
-			}
-		})
 	})
 }
 
 // TestIndexCloseCancelsBuild: Close ends a running build through its
 // context, and returns.
 func TestIndexCloseCancelsBuild(t *testing.T) {
-	up := newRemote(t)
-	up.commit("main", map[string]string{"a.go": "package a\n"})
+	_, _, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
 	ix := newCounting()
 	ix.gate, ix.started = make(chan struct{}), make(chan struct{}, 1)
-	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{Indexer: ix})
+	m := newManager(t, spec, Options{Indexer: ix})
 	<-ix.started
 	closed := make(chan struct{})
 	go func() { m.Close(); close(closed) }()
@@ -479,11 +471,10 @@ func TestIndexCloseCancelsBuild(t *testing.T) {
 // TestIndexFailed: a failed build shows as failed in the health and the
 // lease's note, with a short reason that carries nothing of the error.
 func TestIndexFailed(t *testing.T) {
-	up := newRemote(t)
-	first := up.commit("main", map[string]string{"a.go": "package a\n"})
+	_, first, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
 	ix := newCounting()
 	ix.fail = errors.New("open /srv/secret/host/path: permission denied")
-	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{Indexer: ix})
+	m := newManager(t, spec, Options{Indexer: ix})
 	h := waitIndex(t, m, "app", first, IndexFailed)
 	b, _ := json.Marshal(m.Health())
 	if strings.Contains(string(b), "/srv") || strings.Contains(string(b), "permission") {
@@ -507,10 +498,9 @@ func TestIndexPrivate(t *testing.T) {
 }
 
 func testIndexPrivate(t *testing.T, newIndexer func() *countingIndexer) {
-	up := newRemote(t)
-	first := up.commit("main", map[string]string{"a.go": "package a\n"})
+	_, first, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
 	data := t.TempDir()
-	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data, Indexer: newIndexer()})
+	m := newManager(t, spec, Options{DataDir: data, Indexer: newIndexer()})
 	waitIndex(t, m, "app", first, IndexReady)
 	err := filepath.WalkDir(filepath.Join(data, "index"), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -566,10 +556,9 @@ func testIndexLocalHeadMoves(t *testing.T, newIndexer func() *countingIndexer) {
 // TestIndexOff: without an Indexer, leases have no index and no note,
 // and the health shows none.
 func TestIndexOff(t *testing.T) {
-	up := newRemote(t)
-	up.commit("main", map[string]string{"a.go": "package a\n"})
+	_, _, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
 	data := t.TempDir()
-	m := newManager(t, []Spec{{Name: "app", URL: up.URL, Branch: "main", Channels: []string{"*"}}}, Options{DataDir: data})
+	m := newManager(t, spec, Options{DataDir: data})
 	l := acquire(t, m, "app")
 	defer l.Release()
 	if idx, note := l.Index(); idx != nil || note != "" {
