@@ -348,6 +348,9 @@ func TestIndexLeaseNeverWaits(t *testing.T) {
 	if h := waitIndex(t, m, "app", first, IndexBuilding); h.Files != 0 || !h.Built.IsZero() {
 		t.Errorf("health while building = %+v", h)
 	}
+	if n := m.Health()[0].Leases; n != 1 {
+		t.Errorf("health leases while building = %d, want 1 (the builder's hold is not a lease)", n)
+	}
 	close(ix.gate)
 	waitIndex(t, m, "app", first, IndexReady)
 	leaseIndex(t, l)
