@@ -49,7 +49,7 @@ func shortCommit(c string) string { return c[:min(len(c), 12)] }
 type fileData struct {
 	path  string
 	skip  bool  // not indexed at all: denied, secret, not a regular file
-	size  int64 // bytes of text indexed, or -1
+	size  int64 // bytes of text indexed, or why not (notHuge …)
 	grams []uint32
 	syms  []symbols.Symbol
 	ids   []ident
@@ -240,7 +240,7 @@ const binarySniff = 8 << 10
 // that must stop the build (the secret blobs unknown, ctx done) is
 // returned.
 func (r *reader) read(ctx context.Context, rel string, d *fileData) ([]byte, error) {
-	d.size = -1
+	d.size = notRead
 	f, fi, err := r.ws.OpenContent(ctx, rel)
 	switch {
 	case errors.Is(err, tools.ErrSecretsUnknown):
@@ -257,10 +257,18 @@ func (r *reader) read(ctx context.Context, rel string, d *fileData) ([]byte, err
 	}
 	defer f.Close()
 	if fi.Size() > r.maxSize {
+		d.size = notHuge
 		return nil, nil
 	}
 	src, err := io.ReadAll(io.LimitReader(f, r.maxSize+1))
-	if err != nil || int64(len(src)) > r.maxSize || bytes.IndexByte(src[:min(len(src), binarySniff)], 0) >= 0 {
+	switch {
+	case err != nil:
+		return nil, nil
+	case int64(len(src)) > r.maxSize:
+		d.size = notHuge
+		return nil, nil
+	case bytes.IndexByte(src[:min(len(src), binarySniff)], 0) >= 0:
+		d.size = notBinary
 		return nil, nil
 	}
 	d.size = int64(len(src))

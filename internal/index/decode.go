@@ -25,6 +25,22 @@ func decode(data []byte) (*Index, error) {
 	ix := &Index{diskBytes: atomicInt(int64(len(data)))}
 	ix.commit = d.str()
 	ix.note = d.str()
+	nsyms := d.files(ix)
+	d.grams(ix)
+	d.names(ix)
+	d.symbols(ix, nsyms)
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFormat, d.err)
+	}
+	ix.derive()
+	return ix, nil
+}
+
+// files reads the file table and returns how many symbols it names.
+func (d *decoder) files(ix *Index) int64 {
 	nfiles := d.count()
 	ix.files = make([]fileEntry, 0, nfiles)
 	prev := ""
@@ -32,14 +48,18 @@ func decode(data []byte) (*Index, error) {
 	for range nfiles {
 		p := d.frontCoded(prev)
 		prev = p
-		size := int64(d.uint()) - 1
+		size := int64(d.uint()) + minSize
 		n := int64(d.count())
-		if d.err == nil && (p == "" || n < 0 || size < -1) {
+		if d.err == nil && (p == "" || n < 0 || size < minSize) {
 			d.fail("bad file entry")
 		}
 		ix.files = append(ix.files, fileEntry{path: p, size: size, symStart: int32(nsyms), symEnd: int32(nsyms + n)})
 		nsyms += n
 	}
+	return nsyms
+}
+
+func (d *decoder) grams(ix *Index) {
 	nkeys := d.count()
 	ix.gramKeys = make([]uint32, 0, nkeys)
 	var k uint64
@@ -55,9 +75,12 @@ func decode(data []byte) (*Index, error) {
 		ix.gramKeys = append(ix.gramKeys, uint32(k))
 	}
 	ix.grams = d.lists(nkeys)
+}
+
+func (d *decoder) names(ix *Index) {
 	nnames := d.count()
 	ix.names = make([]string, 0, nnames)
-	prev = ""
+	prev := ""
 	for i := range nnames {
 		n := d.frontCoded(prev)
 		if i > 0 && n <= prev {
@@ -68,16 +91,20 @@ func decode(data []byte) (*Index, error) {
 	}
 	ix.occs = d.lists(nnames)
 	ix.nOccs = int(d.uint())
+}
+
+func (d *decoder) symbols(ix *Index, nsyms int64) {
 	kinds, langs := d.table(), d.table()
 	if d.err == nil && nsyms > int64(len(d.b)) {
 		d.fail("more symbols than bytes")
 	}
-	if d.err == nil {
-		ix.syms = make([]symbols.Symbol, 0, nsyms)
+	if d.err != nil {
+		return
 	}
+	ix.syms = make([]symbols.Symbol, 0, nsyms)
 	for range nsyms {
 		if d.err != nil {
-			break
+			return
 		}
 		s := symbols.Symbol{Name: d.str()}
 		s.Kind = d.pick(kinds)
@@ -89,14 +116,6 @@ func decode(data []byte) (*Index, error) {
 		s.Exported, s.Test, s.Generated = f&1 != 0, f&2 != 0, f&4 != 0
 		ix.syms = append(ix.syms, s)
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFormat, d.err)
-	}
-	ix.derive()
-	return ix, nil
 }
 
 // decoder reads the body; the first problem sticks and every later read

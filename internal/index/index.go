@@ -61,15 +61,22 @@ type Index struct {
 
 	// Derived when built or loaded, never stored.
 	byName   map[string][]int32 // symbol name → indices in syms
-	byFold   map[string][]int32 // lower-cased name → indices in syms
 	symNames []string
 	unread   []uint32 // ids of files not in the text index: always candidates
 
-	ranked     sync.Once
-	rankedList []tools.FileSymbols
+	lazy *lazy // shared by the copies WithWorkspace makes
 
 	ws        *tools.Workspace // reads occurrence lines; nil after Load until WithWorkspace
 	diskBytes *atomic.Int64    // the saved size, once saved or loaded
+}
+
+// lazy is what is worked out on first use only.
+type lazy struct {
+	foldOnce sync.Once
+	byFold   map[string][]int32 // lower-cased name → indices in syms
+
+	rankOnce sync.Once
+	ranked   []tools.FileSymbols
 }
 
 func atomicInt(v int64) *atomic.Int64 {
@@ -81,12 +88,41 @@ func atomicInt(v int64) *atomic.Int64 {
 // fileEntry is one file of the checkout that the wall lets through.
 type fileEntry struct {
 	path string
-	// size is the bytes in the text index, or -1 when the file is not
-	// in it (binary, too large, unreadable): then it is a candidate for
+	// size is the bytes in the text index, or, when the file is not in
+	// it, why (notHuge, notBinary, notRead): then it is a candidate for
 	// every query.
 	size     int64
 	symStart int32 // its symbols are syms[symStart:symEnd]
 	symEnd   int32
+}
+
+// Why a file is listed but not in the text index.
+const (
+	notHuge   = -1 // over MaxFileBytes
+	notBinary = -2 // a NUL byte in its first 8 KiB
+	notRead   = -3 // it could not be read
+	minSize   = notRead
+)
+
+// Unindexed returns, sorted, the files listed but not in the text index,
+// by why: binary (a NUL byte in the first 8 KiB, as search_code decides),
+// over the size limit, or unreadable when the index was built.
+// Candidates returns them for every query, so a search reads and skips
+// them as a scan would; a caller that counts them from these lists
+// instead can leave them out of what it reads and report the same.
+func (ix *Index) Unindexed() (binary, huge, unreadable []string) {
+	for _, id := range ix.unread {
+		f := ix.files[id]
+		switch f.size {
+		case notBinary:
+			binary = append(binary, f.path)
+		case notHuge:
+			huge = append(huge, f.path)
+		default:
+			unreadable = append(unreadable, f.path)
+		}
+	}
+	return binary, huge, unreadable
 }
 
 // Stats describe an index's coverage and size.
@@ -118,13 +154,9 @@ func (ix *Index) Stats() Stats {
 // ws (the checkout it describes); an index fresh from Load has no
 // workspace, and its occurrences have no Text until given one.
 func (ix *Index) WithWorkspace(ws *tools.Workspace) *Index {
-	c := &Index{
-		commit: ix.commit, note: ix.note, files: ix.files,
-		gramKeys: ix.gramKeys, grams: ix.grams, names: ix.names, occs: ix.occs, nOccs: ix.nOccs,
-		syms: ix.syms, byName: ix.byName, byFold: ix.byFold, symNames: ix.symNames, unread: ix.unread,
-		ws: ws, diskBytes: ix.diskBytes,
-	}
-	return c
+	c := *ix
+	c.ws = ws
+	return &c
 }
 
 // Commit is the commit the index describes.
@@ -135,8 +167,8 @@ func (ix *Index) Note() string { return ix.note }
 
 // derive computes what is kept only in memory.
 func (ix *Index) derive() {
-	ix.byName = map[string][]int32{}
-	ix.byFold = map[string][]int32{}
+	ix.lazy = &lazy{}
+	ix.byName = make(map[string][]int32, len(ix.syms)/2)
 	ix.unread = nil
 	for id, f := range ix.files {
 		if f.size < 0 {
@@ -148,8 +180,6 @@ func (ix *Index) derive() {
 	}
 	for i, s := range ix.syms {
 		ix.byName[s.Name] = append(ix.byName[s.Name], int32(i))
-		low := strings.ToLower(s.Name)
-		ix.byFold[low] = append(ix.byFold[low], int32(i))
 	}
 	ix.symNames = make([]string, 0, len(ix.byName))
 	for n := range ix.byName {
@@ -225,7 +255,7 @@ func (ix *Index) Candidates(lits []string, fold bool) ([]string, bool) {
 func (ix *Index) Definitions(name string, fold bool) []symbols.Symbol {
 	table, key := ix.byName, name
 	if fold {
-		table, key = ix.byFold, strings.ToLower(name)
+		table, key = ix.folded(), strings.ToLower(name)
 	}
 	seen := map[int32]bool{}
 	var out []symbols.Symbol
@@ -246,6 +276,19 @@ func (ix *Index) Definitions(name string, fold bool) []symbols.Symbol {
 		}
 	}
 	return out
+}
+
+// folded is the symbol table by lower-cased name.
+func (ix *Index) folded() map[string][]int32 {
+	l := ix.lazy
+	l.foldOnce.Do(func() {
+		l.byFold = make(map[string][]int32, len(ix.symNames))
+		for i, s := range ix.syms {
+			low := strings.ToLower(s.Name)
+			l.byFold[low] = append(l.byFold[low], int32(i))
+		}
+	})
+	return l.byFold
 }
 
 // SymbolNames returns every distinct symbol name, sorted. The slice is

@@ -1,9 +1,15 @@
 package index
 
 import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/symbols"
@@ -46,7 +52,7 @@ func main() {
 // wallRepo is a repository with code, and with secrets every way the wall
 // knows: a .env, a key file, and the .env's content committed once more
 // under a public name.
-func wallRepo(t *testing.T) (*tools.Workspace, string) {
+func wallRepo(t testing.TB) (*tools.Workspace, string) {
 	t.Helper()
 	r := gitexectest.Init(t, "")
 	r.Commit(gitexectest.Commit{Write: map[string]string{
@@ -66,7 +72,7 @@ func wallRepo(t *testing.T) (*tools.Workspace, string) {
 	return ws, head
 }
 
-func build(t *testing.T, ws *tools.Workspace, commit string, opts Options) *Index {
+func build(t testing.TB, ws *tools.Workspace, commit string, opts Options) *Index {
 	t.Helper()
 	if opts.MaxFileBytes == 0 {
 		opts.MaxFileBytes = 1000
@@ -115,6 +121,10 @@ func TestBuildWall(t *testing.T) {
 	got, ok := ix.Candidates([]string{"hunter2-index-secret"}, false)
 	if want := []string{"big.txt", "data.bin"}; !ok || !slices.Equal(got, want) {
 		t.Errorf("Candidates = %v, %v; want %v", got, ok, want)
+	}
+	binary, huge, unreadable := ix.Unindexed()
+	if !slices.Equal(binary, []string{"data.bin"}) || !slices.Equal(huge, []string{"big.txt"}) || len(unreadable) != 0 {
+		t.Errorf("Unindexed = %v, %v, %v; want [data.bin], [big.txt], []", binary, huge, unreadable)
 	}
 }
 
@@ -210,5 +220,44 @@ func TestBuildWithoutCtags(t *testing.T) {
 		if len(ix.Definitions("Client", false)) != 1 || len(ix.Definitions("Cart", false)) != 0 {
 			t.Errorf("Ctags %q: Go symbols should be there, Python ones not", opt)
 		}
+	}
+}
+
+// TestBuildCtagsHangs: a ctags that never answers costs its batch's
+// symbols and a note, not the build.
+func TestBuildCtagsHangs(t *testing.T) {
+	ws, head := wallRepo(t)
+	fake := filepath.Join(t.TempDir(), "ctags")
+	script := "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; esac\nexec sleep 60\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ix := build(t, ws, head, Options{Ctags: fake, CtagsTimeout: time.Second})
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("Build took %v with a hanging ctags", d)
+	}
+	if want := "ctags failed on some files: their symbols are missing"; ix.Note() != want {
+		t.Errorf("Note = %q, want %q", ix.Note(), want)
+	}
+	if len(ix.Definitions("Client", false)) != 1 || len(ix.Definitions("Cart", false)) != 0 {
+		t.Error("Go symbols should be there, Python ones not")
+	}
+}
+
+// TestBuildCanceled: Build stops with the context's error.
+func TestBuildCanceled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	dir, _ := randomTree(t, rng, 2000)
+	ws := workspace(t, dir, tools.WorkspaceOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Build(ctx, ws, "x", Options{Ctags: "off"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Build with a canceled context = %v, want context.Canceled", err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 5*time.Millisecond)
+	defer cancel()
+	if _, err := Build(ctx, ws, "x", Options{Ctags: "off", Workers: 1}); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Build past its deadline = %v, want context.DeadlineExceeded or a finished index", err)
 	}
 }

@@ -85,7 +85,7 @@ func (ix *Index) encode() []byte {
 	for _, f := range ix.files {
 		e.frontCoded(prev, f.path)
 		prev = f.path
-		e.uint(uint64(f.size + 1))
+		e.uint(uint64(f.size - minSize))
 		e.uint(uint64(f.symEnd - f.symStart))
 	}
 	e.uint(uint64(len(ix.gramKeys)))

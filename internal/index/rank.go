@@ -21,16 +21,17 @@ import (
 // only place Go lets it be used. Computed once, on first call; the slice
 // is shared: do not change it.
 func (ix *Index) Files() []tools.FileSymbols {
-	ix.ranked.Do(func() {
+	l := ix.lazy
+	l.rankOnce.Do(func() {
 		refs := ix.refCounts()
 		out := make([]tools.FileSymbols, len(ix.files))
 		for id, f := range ix.files {
 			out[id] = tools.FileSymbols{Path: f.path, Refs: int(refs[id] + 0.5), Symbols: ix.syms[f.symStart:f.symEnd:f.symEnd]}
 		}
 		slices.SortStableFunc(out, func(a, b tools.FileSymbols) int { return cmp.Compare(b.Refs, a.Refs) })
-		ix.rankedList = out
+		l.ranked = out
 	})
-	return ix.rankedList
+	return l.ranked
 }
 
 func (ix *Index) refCounts() []float64 {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/askrepo/askrepo/internal/symbols"
+
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -92,6 +94,12 @@ func (prev *Index) merge(kept map[string]uint32, fresh []fileData, commit, note 
 		keptIDs = append(keptIDs, id)
 	}
 	slices.Sort(keptIDs)
+	nsyms := len(prev.syms)
+	for _, d := range fresh {
+		nsyms += len(d.syms)
+	}
+	ix.syms = make([]symbols.Symbol, 0, nsyms)
+	ix.files = make([]fileEntry, 0, len(kept)+len(fresh))
 	grams, occs := newGramBuilder(), newOccBuilder()
 	k := 0
 	for k < len(keptIDs) || len(fresh) > 0 {
@@ -131,8 +139,8 @@ func (prev *Index) merge(kept map[string]uint32, fresh []fileData, commit, note 
 // mergeGrams joins prev's trigram lists, file ids remapped (dropping
 // files not kept), with the lists of the files read again.
 func mergeGrams(prev *Index, remap []int32, addKeys []uint32, add lists, n int) ([]uint32, lists) {
-	var keys []uint32
-	out := lists{offs: []uint32{0}}
+	keys := make([]uint32, 0, len(prev.gramKeys)+len(addKeys))
+	out := lists{offs: make([]uint32, 1, len(prev.gramKeys)+len(addKeys)+1), data: make([]byte, 0, len(prev.grams.data)+len(add.data))}
 	var a, b, buf []uint32
 	var list []byte
 	i, j := 0, 0
@@ -197,8 +205,8 @@ func mergeSorted(dst, a, b []uint32) []uint32 {
 
 // mergeOccs is mergeGrams for occurrence lists.
 func mergeOccs(prev *Index, remap []int32, addNames []string, add lists, n int) ([]string, lists, int) {
-	var names []string
-	out := lists{offs: []uint32{0}}
+	names := make([]string, 0, len(prev.names)+len(addNames))
+	out := lists{offs: make([]uint32, 1, len(prev.names)+len(addNames)+1), data: make([]byte, 0, len(prev.occs.data)+len(add.data))}
 	total := 0
 	var a, b []occ
 	var list []byte

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -157,7 +158,7 @@ func (c *Ctags) batch(ctx context.Context, files []Source, out []File) error {
 	if c.sandbox {
 		mode += "=sandbox"
 	}
-	cmd := command(ctx, c.path, "--options=NONE", mode, "--output-format=json", "--fields=+nKSela-P")
+	cmd := command(ctx, c.path, "--options=NONE", mode, "--output-format=json", "--sort=no", "--fields=+nKSela-P")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("ctags: %w", err)
@@ -220,6 +221,9 @@ func (c *Ctags) read(r io.Reader, files []Source, out []File) error {
 		}
 		switch t.Type {
 		case "completed":
+			if i < len(out) {
+				sortByLine(out[i].Symbols)
+			}
 			i++
 			lines = nil
 			continue
@@ -242,6 +246,12 @@ func (c *Ctags) read(r io.Reader, files []Source, out []File) error {
 		return fmt.Errorf("output ended after %d of %d files (limit or crash)", i, len(files))
 	}
 	return nil
+}
+
+// sortByLine puts a file's symbols in line order; ctags writes them in
+// its own order (sorted by name, or as its parser finds them).
+func sortByLine(syms []Symbol) {
+	slices.SortStableFunc(syms, func(a, b Symbol) int { return a.Line - b.Line })
 }
 
 func ctagsSymbol(t ctagsLine, f Source, lines []int) Symbol {

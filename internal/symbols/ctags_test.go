@@ -32,7 +32,7 @@ func TestCtagsTags(t *testing.T) {
 		{"shop/cart.py", []byte("# A cart.\nclass Cart:\n    # Add one item.\n    def add(self, item):\n        return item\n\n    def _secret(self):\n        pass\n")},
 		// Names that look like options are labels, never arguments.
 		{"-x.py", []byte("def dash():\n    pass\n")},
-		{"--help.js", []byte("function help(a) {}\n")},
+		{"--help.js", []byte("function help(a) {}\nfunction abc() {}\n")},
 		{"--options=/etc/passwd.rb", []byte("class Opt\nend\n")},
 		{"bin.dat", []byte("\x00\x01\x02\xff\xfe def not_this():\n")},
 		{"empty.c", nil},
@@ -63,6 +63,7 @@ func TestCtagsTags(t *testing.T) {
 		{"_secret", "member", "Cart", "def _secret(self):", "", "python", 7, 8, false, false},
 		{"dash", "function", "", "def dash():", "", "python", 1, 2, true, false},
 		{"help", "function", "", "function help(a) {}", "", "javascript", 1, 1, true, false},
+		{"abc", "function", "", "function abc() {}", "", "javascript", 2, 2, true, false},
 		{"Opt", "class", "", "class Opt", "", "ruby", 1, 2, true, false},
 		{"test_add", "function", "", "def test_add():", "", "python", 1, 2, true, true},
 		{"last_one", "function", "", "def last_one():", "", "python", 300002, 300003, true, false},
