@@ -68,6 +68,7 @@ type indexes struct {
 	byID    map[string]*indexEntry
 	base    *indexEntry // the newest ready entry
 	queued  bool        // waiting in the builder's queue
+	busy    string      // the commit the builder is on, if any
 	swept   bool        // the disk was read for a base once
 }
 
@@ -233,13 +234,13 @@ func (m *Manager) indexCommit(r *repo, commit string) {
 func (m *Manager) setIndexCommit(r *repo, commit string, pin bool) *indexEntry {
 	x := &r.indexes
 	x.mu.Lock()
-	queue := false
+	x.current = commit
 	e := x.entry(commit)
-	if x.current != commit {
-		x.current = commit
-		queue = e.state == IndexBuilding && !x.queued
-		x.queued = x.queued || queue
-	}
+	// Also when commit was current already: two leases of a path
+	// checkout whose HEAD moved may have set it in the other order than
+	// the builder saw, which then skipped it.
+	queue := e.state == IndexBuilding && !x.queued && x.busy != commit
+	x.queued = x.queued || queue
 	if pin {
 		e.pins++
 	}
@@ -308,10 +309,18 @@ func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
 	commit := x.current
 	e := x.entry(commit)
 	todo := e.state == IndexBuilding
+	if todo {
+		x.busy = commit
+	}
 	x.mu.Unlock()
 	if !todo {
 		return
 	}
+	defer func() {
+		x.mu.Lock()
+		x.busy = ""
+		x.mu.Unlock()
+	}()
 	ws, release, ok := m.holdCurrent(r, commit)
 	if !ok {
 		return

@@ -574,3 +574,35 @@ func TestIndexOff(t *testing.T) {
 		t.Errorf("index directory exists without indexes: %v", err)
 	}
 }
+
+// TestIndexPathLeasesOutOfOrder: two leases of a path checkout whose HEAD
+// moved may make its new commit current for indexes before the checkout
+// is recorded at it; the builder then skips it, and the next lease queues
+// it again instead of leaving it "building" for good.
+func TestIndexPathLeasesOutOfOrder(t *testing.T) {
+	dir := t.TempDir()
+	repo := gitexectest.Init(t, dir)
+	first := repo.Commit(gitexectest.Commit{Write: map[string]string{"a.go": "package a\n"}})
+	m := newManager(t, []Spec{{Name: "app", Path: dir, Channels: []string{"*"}}}, Options{Indexer: newCounting()})
+	waitIndex(t, m, "app", first, IndexReady)
+	r := m.repos["app"]
+	next := repo.Commit(gitexectest.Commit{Write: map[string]string{"b.go": "package a\n"}})
+	m.setIndexCommit(r, next, false) // the later lease, first; the checkout is recorded at first
+	deadline := time.Now().Add(guard)
+	for {
+		r.indexes.mu.Lock()
+		idle := !r.indexes.queued && r.indexes.busy == ""
+		r.indexes.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the builder never took the queued commit")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l := acquire(t, m, "app")
+	defer l.Release()
+	waitIndex(t, m, "app", next, IndexReady)
+	leaseIndex(t, l)
+}
