@@ -158,9 +158,9 @@ type indexer struct {
 	queue []*repo
 }
 
-// startIndexer starts the builder; Close stops it. Indexes are kept in
-// DataDir/index, or only in memory without a DataDir.
-func (m *Manager) startIndexer() {
+// startIndexer starts the builder; the end of ctx or Close stops it.
+// Indexes are kept in DataDir/index, or only in memory without a DataDir.
+func (m *Manager) startIndexer(ctx context.Context) {
 	dir := ""
 	if m.opts.DataDir != "" {
 		if abs, err := filepath.Abs(filepath.Join(m.opts.DataDir, "index")); err == nil {
@@ -169,7 +169,7 @@ func (m *Manager) startIndexer() {
 			m.log.Warn("code indexes are kept in memory only", "err", err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	m.ix = &indexer{impl: m.opts.Indexer, dir: dir, log: m.log, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	go m.runIndexer()

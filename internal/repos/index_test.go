@@ -449,25 +449,43 @@ func TestIndexCorruptRebuilt(t *testing.T) {
 	})
 }
 
-// TestIndexCloseCancelsBuild: Close ends a running build through its
-// context, and returns.
-func TestIndexCloseCancelsBuild(t *testing.T) {
-	_, _, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
-	ix := newCounting()
-	ix.gate, ix.started = make(chan struct{}), make(chan struct{}, 1)
-	m := newManager(t, spec, Options{Indexer: ix})
-	<-ix.started
-	closed := make(chan struct{})
-	go func() { m.Close(); close(closed) }()
-	select {
-	case <-closed:
-	case <-time.After(guard):
-		t.Fatal("Close did not return while a build ran")
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if !errors.Is(ix.stopped, context.Canceled) {
-		t.Errorf("the build ended with %v, want context.Canceled", ix.stopped)
+// TestIndexStopCancelsBuild: Close, or the end of the context New was
+// given (a service's shutdown), ends a running build through its context.
+func TestIndexStopCancelsBuild(t *testing.T) {
+	for _, closing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("close=%v", closing), func(t *testing.T) {
+			_, _, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
+			ix := newCounting()
+			ix.gate, ix.started = make(chan struct{}), make(chan struct{}, 1)
+			ctx, cancel := context.WithCancel(t.Context())
+			m, err := New(ctx, spec, Options{DataDir: t.TempDir(), Indexer: ix})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-ix.started
+			stopped := make(chan struct{})
+			go func() {
+				if closing {
+					m.Close()
+				} else {
+					cancel()
+					<-m.ix.done
+				}
+				close(stopped)
+			}()
+			select {
+			case <-stopped:
+			case <-time.After(guard):
+				t.Fatal("the builder did not stop while a build ran")
+			}
+			m.Close()
+			cancel()
+			ix.mu.Lock()
+			defer ix.mu.Unlock()
+			if !errors.Is(ix.stopped, context.Canceled) {
+				t.Errorf("the build ended with %v, want context.Canceled", ix.stopped)
+			}
+		})
 	}
 }
 

@@ -176,6 +176,10 @@ type RepoHealth struct {
 // invalid spec, a missing local path, an unset token variable) fail New;
 // a clone that fails (network, permissions) leaves that repo unavailable,
 // reported by Health and Acquire, and retried by Run and SyncNow.
+//
+// With an Indexer, code indexes are built until ctx is done or Close: a
+// service passes the context its shutdown cancels, so a build does not
+// take the CPU from the answers it is draining.
 func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 	if err := Validate(specs); err != nil {
 		return nil, err
@@ -198,7 +202,7 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 	}
 	m := &Manager{opts: opts, log: log.With("component", "repos"), specs: specs, repos: map[string]*repo{}, after: time.After}
 	if opts.Indexer != nil {
-		m.startIndexer()
+		m.startIndexer(ctx)
 	}
 	var errs []error
 	for _, s := range specs {
