@@ -288,6 +288,12 @@ func testIndexFollowsSync(t *testing.T, newIndexer func() *countingIndexer) {
 	if got := indexDir(t, data, "app"); !slices.Equal(got, []string{second}) {
 		t.Errorf("index dir after release = %q, want only %s", got, second)
 	}
+	x := &m.repos["app"].indexes
+	x.mu.Lock()
+	if _, ok := x.byID[first]; ok || len(x.byID) != 1 {
+		t.Errorf("indexes in memory after release: %d, the first one's among them: %v", len(x.byID), ok)
+	}
+	x.mu.Unlock()
 	l := acquire(t, m, "app")
 	defer l.Release()
 	var paths []string
@@ -335,8 +341,12 @@ func testIndexRestart(t *testing.T, newIndexer func() *countingIndexer) {
 // built gets no index and the note at once; once it is ready, the same
 // lease and later ones get it.
 func TestIndexLeaseNeverWaits(t *testing.T) {
+	forEachIndexer(t, testIndexLeaseNeverWaits)
+}
+
+func testIndexLeaseNeverWaits(t *testing.T, newIndexer func() *countingIndexer) {
 	_, first, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
-	ix := newCounting()
+	ix := newIndexer()
 	ix.gate, ix.started = make(chan struct{}), make(chan struct{}, 1)
 	m := newManager(t, spec, Options{Indexer: ix})
 	<-ix.started
