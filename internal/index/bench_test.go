@@ -170,6 +170,15 @@ func BenchmarkDefinitions(b *testing.B) {
 	}
 }
 
+// BenchmarkRank is the ranking's share of a build or an update.
+func BenchmarkRank(b *testing.B) {
+	ix := builtSrc(b)
+	for b.Loop() {
+		ix.rank()
+	}
+}
+
+// BenchmarkFiles is the first call of Files on a loaded index.
 func BenchmarkFiles(b *testing.B) {
 	ix := builtSrc(b)
 	for b.Loop() {

@@ -260,10 +260,19 @@ func (r *reader) read(ctx context.Context, rel string, d *fileData) ([]byte, err
 		d.size = notHuge
 		return nil, nil
 	}
-	src, err := io.ReadAll(io.LimitReader(f, r.maxSize+1))
+	// Sized from fstat, with a byte to spare to see a file that grew.
+	src := make([]byte, fi.Size()+1)
+	n, err := io.ReadFull(f, src)
+	src = src[:n]
 	switch {
-	case err != nil:
+	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF):
 		return nil, nil
+	case n > int(fi.Size()):
+		if rest, err := io.ReadAll(io.LimitReader(f, r.maxSize+1-int64(n))); err == nil {
+			src = append(src, rest...)
+		}
+	}
+	switch {
 	case int64(len(src)) > r.maxSize:
 		d.size = notHuge
 		return nil, nil
@@ -332,5 +341,6 @@ func (a *assembler) finish(commit, note string) *Index {
 	ix.gramKeys, ix.grams = a.grams.finish()
 	ix.names, ix.occs = a.occs.finish()
 	ix.derive()
+	ix.rank()
 	return ix
 }

@@ -50,10 +50,11 @@ func (d *decoder) files(ix *Index) int64 {
 		prev = p
 		size := int64(d.uint()) + minSize
 		n := int64(d.count())
-		if d.err == nil && (p == "" || n < 0 || size < minSize) {
+		refs := d.uint()
+		if d.err == nil && (p == "" || n < 0 || size < minSize || refs >= 1<<31) {
 			d.fail("bad file entry")
 		}
-		ix.files = append(ix.files, fileEntry{path: p, size: size, symStart: int32(nsyms), symEnd: int32(nsyms + n)})
+		ix.files = append(ix.files, fileEntry{path: p, size: size, symStart: int32(nsyms), symEnd: int32(nsyms + n), refs: int32(refs)})
 		nsyms += n
 	}
 	return nsyms

@@ -94,6 +94,7 @@ type fileEntry struct {
 	size     int64
 	symStart int32 // its symbols are syms[symStart:symEnd]
 	symEnd   int32
+	refs     int32 // see Files
 }
 
 // Why a file is listed but not in the text index.

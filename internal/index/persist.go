@@ -23,7 +23,7 @@ import (
 const (
 	magic = "askrepo code index\n"
 	// formatVersion changes whenever the body's layout or meaning does.
-	formatVersion = 1
+	formatVersion = 2
 )
 
 // ErrFormat is wrapped by Load's errors about the file's content: another
@@ -87,6 +87,7 @@ func (ix *Index) encode() []byte {
 		prev = f.path
 		e.uint(uint64(f.size - minSize))
 		e.uint(uint64(f.symEnd - f.symStart))
+		e.uint(uint64(f.refs))
 	}
 	e.uint(uint64(len(ix.gramKeys)))
 	var last uint32

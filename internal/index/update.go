@@ -18,12 +18,16 @@ import (
 // Update builds the index of commit from prev, the index of an earlier
 // commit of the same checkout, reading again only the paths in changed
 // (as `git diff --name-only prev..commit` lists them) and the files prev
-// did not have. The result is the index Build would make: files gone or
-// now denied are dropped, and every file kept is checked against the wall
-// again (OpenContent's check, without reading it), since a commit can make
-// an unchanged file's content a secret by adding the same content under a
-// denied name. When prev was built with another ctags setting (installed
-// then, missing now), Update builds from scratch.
+// did not have or could not read. With the same Options, the result is
+// the index Build would make: files gone or now denied are dropped, and
+// every file kept is checked against the wall again (OpenContent's check,
+// without reading it), since a commit can make an unchanged file's content
+// a secret by adding the same content under a denied name. When prev was
+// built with another ctags setting (installed then, missing now) or ctags
+// failed on some of its files, Update builds from scratch.
+//
+// Files are trusted to be as the commit has them: a checkout edited in
+// place without a commit is only seen where changed names the path.
 func Update(ctx context.Context, prev *Index, ws *tools.Workspace, commit string, changed []string, opts Options) (*Index, error) {
 	r, err := newReader(ctx, ws, opts)
 	if err != nil {
@@ -64,8 +68,8 @@ func (prev *Index) split(ctx context.Context, ws *tools.Workspace, paths, change
 			return nil, nil, err
 		}
 		id, found := slices.BinarySearchFunc(prev.files, p, func(f fileEntry, p string) int { return strings.Compare(f.path, p) })
-		if !found || dirty[p] {
-			read = append(read, p)
+		if !found || dirty[p] || prev.files[id].size == notRead {
+			read = append(read, p) // new, changed, or unreadable last time
 			continue
 		}
 		switch err := check(p); {
@@ -133,6 +137,7 @@ func (prev *Index) merge(kept map[string]uint32, fresh []fileData, commit, note 
 	addNames, addOccs := occs.finish()
 	ix.names, ix.occs, ix.nOccs = mergeOccs(prev, remap, addNames, addOccs, len(ix.files))
 	ix.derive()
+	ix.rank()
 	return ix
 }
 

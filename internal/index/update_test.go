@@ -106,3 +106,23 @@ func TestUpdateCtagsChanged(t *testing.T) {
 		t.Errorf("after ctags came: note %q, Cart %v", got.Note(), got.Definitions("Cart", false))
 	}
 }
+
+// TestUpdateRereadsUnreadable: a file the previous build could not read
+// is read again, as Build would.
+func TestUpdateRereadsUnreadable(t *testing.T) {
+	ws, head := wallRepo(t)
+	prev := build(t, ws, head, Options{})
+	want := prev.encode()
+	for i, f := range prev.files {
+		if f.path == "shop/client.go" {
+			prev.files[i].size = notRead
+		}
+	}
+	got, err := Update(t.Context(), prev, ws, head, nil, Options{MaxFileBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.encode(), want) {
+		t.Errorf("Update kept the unreadable file as it was: %+v", got.Stats())
+	}
+}

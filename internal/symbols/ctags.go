@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -31,12 +32,18 @@ var ErrNoCtags = errors.New("universal-ctags is not installed")
 // file, or a file the caller did not read can never reach it, and the
 // checkout's configuration cannot either (--options=NONE: no .ctags.d, no
 // ~/.ctags, no environment). Each batch of files runs in its own process
-// with a timeout, and at most MaxOutput bytes of its output are read.
+// with a timeout, under a cap on its address space when prlimit
+// (util-linux) is installed to set one without a shell, and at most
+// MaxOutput bytes of its output are read.
 //
 // A Ctags is safe for concurrent use.
 type Ctags struct {
 	path    string
 	sandbox bool
+	prlimit string // prlimit's path, or "" to run ctags without a cap
+	// MaxMemory caps a ctags process's address space, when prlimit is
+	// there; zero means 1 GiB.
+	MaxMemory int64
 	// Timeout bounds one batch (one process); zero means 30s.
 	Timeout time.Duration
 	// MaxOutput bounds the bytes read from one batch; zero means 64 MiB.
@@ -78,7 +85,11 @@ func NewCtags(ctx context.Context, name string, timeout time.Duration) (*Ctags, 
 	if !features["json"] || !features["interactive"] {
 		return nil, fmt.Errorf("%w: %s lacks JSON output or the interactive mode (universal-ctags 5.9 or later has both)", ErrNoCtags, path)
 	}
-	return &Ctags{path: path, sandbox: features["sandbox"], Timeout: timeout}, nil
+	c := &Ctags{path: path, sandbox: features["sandbox"], Timeout: timeout}
+	if p, err := exec.LookPath("prlimit"); err == nil {
+		c.prlimit = p
+	}
+	return c, nil
 }
 
 // command is ctags with no environment of the caller's and run outside
@@ -158,7 +169,15 @@ func (c *Ctags) batch(ctx context.Context, files []Source, out []File) error {
 	if c.sandbox {
 		mode += "=sandbox"
 	}
-	cmd := command(ctx, c.path, "--options=NONE", mode, "--output-format=json", "--sort=no", "--fields=+nKSela-P")
+	args := []string{"--options=NONE", mode, "--output-format=json", "--sort=no", "--fields=+nKSela-P"}
+	cmd := command(ctx, c.path, args...)
+	if c.prlimit != "" {
+		limit := c.MaxMemory
+		if limit <= 0 {
+			limit = 1 << 30
+		}
+		cmd = command(ctx, c.prlimit, append([]string{"--as=" + strconv.FormatInt(limit, 10), "--", c.path}, args...)...)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("ctags: %w", err)

@@ -142,3 +142,17 @@ func fakeCtagsPlain(t *testing.T, script string) string {
 	}
 	return path
 }
+
+// TestCtagsMemoryCap: with prlimit there, a ctags that needs more memory
+// than its cap fails its batch instead of growing.
+func TestCtagsMemoryCap(t *testing.T) {
+	c := realCtags(t)
+	if c.prlimit == "" {
+		t.Skip("no prlimit here")
+	}
+	c.MaxMemory = 4 << 20 // too little to even load ctags
+	got, err := c.Tags(t.Context(), []Source{{"a.py", []byte("def a():\n    pass\n")}})
+	if err == nil || len(got[0].Symbols) != 0 {
+		t.Errorf("Tags under a 4 MiB cap = %+v, %v; want an error", got, err)
+	}
+}

@@ -50,6 +50,8 @@ func Go(path string, src []byte) (File, error) {
 			Generated: ast.IsGenerated(f),
 		},
 		defs: map[*ast.Ident]bool{},
+		// About one identifier per ten bytes of Go: grown once, if at all.
+		ids: make([]Ident, 0, len(src)/10),
 	}
 	for _, d := range f.Decls {
 		r.decl(d)
