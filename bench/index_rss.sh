@@ -7,7 +7,8 @@
 #
 # Three processes, one after the other: without an index (the baseline),
 # with one built from scratch into a fresh data directory, and with the one
-# the second saved, loaded as a restarted service loads it. Each prints its
+# the second saved, loaded as a restarted service loads it, which then sees
+# a commit of 10 changed Go files and updates its index. Each prints its
 # resident set size after a garbage collection, its peak, and the Go heap in
 # use. Needs go and git.
 set -euo pipefail
@@ -21,5 +22,6 @@ bench/gosrc.sh "$tree"
 echo "tree: $(git -C "$tree" ls-files | wc -l) files, $(du -sh --exclude=.git "$tree" | cut -f1)"
 echo "no index:  $("$work/indexrss" -repo "$tree" -data "$work/data" -index=false 2>/dev/null)"
 echo "built:     $("$work/indexrss" -repo "$tree" -data "$work/data" 2>/dev/null)"
-echo "loaded:    $("$work/indexrss" -repo "$tree" -data "$work/data" 2>/dev/null)"
+echo "loaded, then a 10-file commit:"
+"$work/indexrss" -repo "$tree" -data "$work/data" -commit 10 2>/dev/null | sed 's/^/           /'
 echo "on disk:   $(du -sh "$work/data/index" | cut -f1)"

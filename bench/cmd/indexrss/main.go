@@ -4,10 +4,12 @@
 // until the index of its commit is ready, collects garbage, and prints the
 // resident set size: with -index=false, the same without an index, for the
 // difference. A second run over the same -data loads the saved index, as a
-// restarted service does.
+// restarted service does. With -commit N it then commits a change to N Go
+// files in the checkout, takes a lease (which sees HEAD move), and times
+// the index of the new commit, updated from the old one and saved.
 //
 //	go build -o /tmp/indexrss ./bench/cmd/indexrss
-//	/tmp/indexrss -repo DIR -data DIR [-index=false]
+//	/tmp/indexrss -repo DIR -data DIR [-index=false] [-commit N]
 //
 // bench/index_rss.sh runs it on a copy of Go's src/.
 package main
@@ -19,7 +21,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -41,6 +45,7 @@ func run() error {
 	repo := flag.String("repo", "", "the checkout (a git repository)")
 	data := flag.String("data", "", "the data directory; the index is kept in DATA/index")
 	on := flag.Bool("index", true, "index the repository")
+	commit := flag.Int("commit", 0, "then commit a change to this many Go files and time the update")
 	flag.Parse()
 	if *repo == "" || *data == "" {
 		return fmt.Errorf("-repo and -data are required")
@@ -58,19 +63,50 @@ func run() error {
 		return err
 	}
 	defer m.Close()
-	var h repos.RepoHealth
+	h, err := waitReady(ctx, m, "", *on)
+	if err != nil {
+		return err
+	}
+	report(h, time.Since(start))
+	if *commit == 0 || !*on {
+		return nil
+	}
+	sha, err := commitChange(*repo, *commit)
+	if err != nil {
+		return err
+	}
+	start = time.Now()
+	l, err := m.Acquire(ctx, "bench")
+	if err != nil {
+		return err
+	}
+	l.Release()
+	if h, err = waitReady(ctx, m, sha, true); err != nil {
+		return err
+	}
+	report(h, time.Since(start))
+	return nil
+}
+
+// waitReady waits until the index is no longer building (at commit, when
+// given).
+func waitReady(ctx context.Context, m *repos.Manager, commit string, on bool) (repos.RepoHealth, error) {
 	for {
-		h = m.Health()[0]
-		if !*on || h.Index != nil && h.Index.State != repos.IndexBuilding {
-			break
+		h := m.Health()[0]
+		if !on || h.Index != nil && h.Index.State != repos.IndexBuilding && (commit == "" || h.Index.Commit == commit) {
+			return h, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return h, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	ready := time.Since(start)
+}
+
+// report prints the index's state and the process's memory after a
+// collection.
+func report(h repos.RepoHealth, ready time.Duration) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
@@ -82,7 +118,35 @@ func run() error {
 	}
 	fmt.Printf("index=%s files=%d ready_after=%s rss=%dMB peak_rss=%dMB heap_inuse=%dMB\n",
 		state, files, ready.Round(100*time.Millisecond), rss/1024, peak/1024, ms.HeapInuse>>20)
-	return nil
+}
+
+// commitChange appends a line to the first n Go files git lists in dir,
+// commits them, and returns the new commit.
+func commitChange(dir string, n int) (string, error) {
+	git := func(args ...string) (string, error) {
+		out, err := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@example.com"}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	list, err := git("ls-files", "*.go")
+	if err != nil {
+		return "", fmt.Errorf("git ls-files: %w", err)
+	}
+	files := strings.Split(list, "\n")[:n]
+	for _, f := range files {
+		fh, err := os.OpenFile(filepath.Join(dir, f), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			return "", err
+		}
+		_, err = fmt.Fprintf(fh, "\nfunc benchAdded%d() {}\n", time.Now().UnixNano())
+		fh.Close()
+		if err != nil {
+			return "", err
+		}
+	}
+	if _, err := git(append([]string{"commit", "-q", "-m", "change", "--"}, files...)...); err != nil {
+		return "", fmt.Errorf("git commit: %w", err)
+	}
+	return git("rev-parse", "HEAD")
 }
 
 // procKB reads one "Name:  N kB" line of /proc/self/status; 0 when absent.
