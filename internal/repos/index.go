@@ -66,10 +66,11 @@ type indexes struct {
 	mu      sync.Mutex
 	current string // the commit new leases get
 	byID    map[string]*indexEntry
-	base    *indexEntry // the newest ready entry
-	queued  bool        // waiting in the builder's queue
-	busy    string      // the commit the builder is on, if any
-	swept   bool        // the disk was read for a base once
+	base    *indexEntry   // the newest ready entry
+	queued  bool          // waiting in the builder's queue
+	busy    string        // the commit the builder is on, if any
+	settled chan struct{} // closed, and replaced, when a build ends
+	swept   bool          // the disk was read for a base once
 }
 
 // indexEntry is the index of one commit, ready or not.
@@ -129,6 +130,11 @@ func (x *indexes) lookup(e *indexEntry) (tools.CodeIndex, string) {
 func (x *indexes) health(now time.Time) *IndexHealth {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return x.healthLocked(now)
+}
+
+// healthLocked is health with x.mu held.
+func (x *indexes) healthLocked(now time.Time) *IndexHealth {
 	e := x.byID[x.current]
 	if e == nil {
 		return nil
@@ -341,6 +347,8 @@ func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
 		e.files = len(idx.Files())
 		x.base = e
 	}
+	close(x.settled)
+	x.settled = make(chan struct{})
 	gone := x.stale()
 	x.mu.Unlock()
 	m.ix.remove(r, gone)
@@ -350,6 +358,42 @@ func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
 	}
 	log.Info("code index ready", "how", how, "files", e.files, "duration", time.Since(start).Round(time.Millisecond).String())
 	m.ix.sweep(r)
+}
+
+// ErrNoIndex is wrapped by WaitIndex when a repository gets no code index:
+// indexes are off, or its checkout is at no git commit.
+var ErrNoIndex = errors.New("no code index")
+
+// WaitIndex waits until the code index of repository name's current commit
+// is ready or has failed, and returns its state. It is for a command that
+// runs one tool and may wait (bot tool); a turn never waits for an index.
+func (m *Manager) WaitIndex(ctx context.Context, name string) (IndexHealth, error) {
+	r, ok := m.repos[name]
+	if !ok {
+		return IndexHealth{}, fmt.Errorf("%w %q", ErrUnknownRepo, name)
+	}
+	if m.ix == nil {
+		return IndexHealth{}, fmt.Errorf("%s: %w: code indexes are off (BOT_INDEX)", name, ErrNoIndex)
+	}
+	x := &r.indexes
+	for {
+		x.mu.Lock()
+		current, settled, h := x.current, x.settled, x.healthLocked(time.Now())
+		x.mu.Unlock()
+		switch {
+		case current == "":
+			return IndexHealth{}, fmt.Errorf("%s: %w: it has no checkout at a git commit", name, ErrNoIndex)
+		case h != nil && h.State != IndexBuilding:
+			return *h, nil
+		}
+		select {
+		case <-ctx.Done():
+			return IndexHealth{}, ctx.Err()
+		case <-m.ix.done:
+			return IndexHealth{}, ErrClosed
+		case <-settled:
+		}
+	}
 }
 
 // failReason is what /healthz and a tool's note say of a failed build:

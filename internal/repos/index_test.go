@@ -634,3 +634,55 @@ func TestIndexPathLeasesOutOfOrder(t *testing.T) {
 	waitIndex(t, m, "app", next, IndexReady)
 	leaseIndex(t, l)
 }
+
+// TestWaitIndex: a command that may wait gets the index's state once the
+// build ends, ready or failed; with indexes off, or no commit, it is told
+// at once.
+func TestWaitIndex(t *testing.T) {
+	t.Run("ready", func(t *testing.T) {
+		_, first, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
+		ix := newCounting()
+		ix.gate, ix.started = make(chan struct{}), make(chan struct{}, 1)
+		m := newManager(t, spec, Options{Indexer: ix})
+		<-ix.started
+		short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := m.WaitIndex(short, "app"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("WaitIndex while held = %v, want the context's end", err)
+		}
+		close(ix.gate)
+		h, err := m.WaitIndex(t.Context(), "app")
+		if err != nil || h.State != IndexReady || h.Commit != first {
+			t.Errorf("WaitIndex = %+v, %v; want ready at %s", h, err, first)
+		}
+	})
+	t.Run("failed", func(t *testing.T) {
+		_, _, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
+		ix := newCounting()
+		ix.fail = errors.New("boom")
+		m := newManager(t, spec, Options{Indexer: ix})
+		if h, err := m.WaitIndex(t.Context(), "app"); err != nil || h.State != IndexFailed {
+			t.Errorf("WaitIndex = %+v, %v; want failed", h, err)
+		}
+	})
+	t.Run("off", func(t *testing.T) {
+		_, _, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
+		m := newManager(t, spec, Options{})
+		if _, err := m.WaitIndex(t.Context(), "app"); !errors.Is(err, ErrNoIndex) {
+			t.Errorf("WaitIndex = %v, want ErrNoIndex", err)
+		}
+	})
+	t.Run("no commit", func(t *testing.T) {
+		dir := t.TempDir()
+		gitexectest.WriteFiles(t, dir, map[string]string{"a.go": "package a\n"})
+		m := newManager(t, []Spec{{Name: "app", Path: dir, Channels: []string{"*"}}}, Options{Indexer: newCounting()})
+		if _, err := m.WaitIndex(t.Context(), "app"); !errors.Is(err, ErrNoIndex) {
+			t.Errorf("WaitIndex = %v, want ErrNoIndex", err)
+		}
+		l := acquire(t, m, "app")
+		defer l.Release()
+		if idx, note := l.Index(); idx != nil || note != noteIndexNoCommit {
+			t.Errorf("Index() = %v, %q; want nil, %q", idx, note, noteIndexNoCommit)
+		}
+	})
+}

@@ -206,7 +206,7 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 	}
 	var errs []error
 	for _, s := range specs {
-		r := &repo{spec: s, indexes: indexes{byID: map[string]*indexEntry{}}}
+		r := &repo{spec: s, indexes: indexes{byID: map[string]*indexEntry{}, settled: make(chan struct{})}}
 		var err error
 		if s.Path != "" {
 			err = m.openLocal(ctx, r)

@@ -88,17 +88,23 @@ func run() error {
 	return nil
 }
 
-// waitReady waits until the index is no longer building (at commit, when
-// given).
+// waitReady waits until the index of the repository's current commit is
+// ready or failed, and is at commit when one is given (a lease may not
+// have moved the index to it yet).
 func waitReady(ctx context.Context, m *repos.Manager, commit string, on bool) (repos.RepoHealth, error) {
+	if !on {
+		return m.Health()[0], nil
+	}
 	for {
-		h := m.Health()[0]
-		if !on || h.Index != nil && h.Index.State != repos.IndexBuilding && (commit == "" || h.Index.Commit == commit) {
+		if _, err := m.WaitIndex(ctx, "bench"); err != nil {
+			return repos.RepoHealth{}, err
+		}
+		if h := m.Health()[0]; commit == "" || h.Index.Commit == commit {
 			return h, nil
 		}
 		select {
 		case <-ctx.Done():
-			return h, ctx.Err()
+			return repos.RepoHealth{}, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
