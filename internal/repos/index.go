@@ -81,6 +81,8 @@ type indexEntry struct {
 	files  int
 	built  time.Time
 	reason string // failed only: short, no host paths
+	fails  int    // failed builds of this commit so far
+	waited int    // syncs (path repos: leases) since the last failure
 	pins   int    // leases holding it
 }
 
@@ -242,6 +244,7 @@ func (m *Manager) setIndexCommit(r *repo, commit string, pin bool) *indexEntry {
 	x.mu.Lock()
 	x.current = commit
 	e := x.entry(commit)
+	x.retry(e)
 	// Also when commit was current already: two leases of a path
 	// checkout whose HEAD moved may have set it in the other order than
 	// the builder saw, which then skipped it.
@@ -257,6 +260,47 @@ func (m *Manager) setIndexCommit(r *repo, commit string, pin bool) *indexEntry {
 		m.ix.enqueue(r)
 	}
 	return e
+}
+
+// maxRetryWait caps the syncs (path repos: leases) between retries of a
+// failed build: with syncs every 5 minutes, about five hours.
+const maxRetryWait = 64
+
+// retry puts a failed e back to building when its retry is due: at the
+// first sync after a failure, then after twice as many syncs each time, so
+// a cause that passes (git busy, a ctags that hung) does not leave the
+// tools scanning until the next commit, and one that stays costs a build
+// every few hours. Call with x.mu held; the caller queues e.
+func (x *indexes) retry(e *indexEntry) {
+	if e.state != IndexFailed {
+		return
+	}
+	e.waited++
+	if e.waited < min(1<<(e.fails-1), maxRetryWait) {
+		return
+	}
+	e.state, e.reason, e.waited = IndexBuilding, "", 0
+}
+
+// retryIndex retries the failed index of r's current commit when due; a
+// sync calls it.
+func (m *Manager) retryIndex(r *repo) {
+	if m.ix == nil {
+		return
+	}
+	x := &r.indexes
+	x.mu.Lock()
+	e := x.byID[x.current]
+	queue := false
+	if e != nil {
+		x.retry(e)
+		queue = e.state == IndexBuilding && !x.queued && x.busy != x.current
+		x.queued = x.queued || queue
+	}
+	x.mu.Unlock()
+	if queue {
+		m.ix.enqueue(r)
+	}
 }
 
 // pin holds the entry of commit for a lease.
@@ -342,6 +386,7 @@ func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
 	x.mu.Lock()
 	if err != nil {
 		e.state, e.reason = IndexFailed, failReason(err)
+		e.fails++
 	} else {
 		e.state, e.idx, e.built = IndexReady, idx, time.Now()
 		e.files = len(idx.Files())

@@ -686,3 +686,34 @@ func TestWaitIndex(t *testing.T) {
 		}
 	})
 }
+
+// TestIndexFailedRetried: a failed build is tried again at the next sync,
+// then after twice as many syncs each time it fails again.
+func TestIndexFailedRetried(t *testing.T) {
+	_, first, spec := appRemote(t, map[string]string{"a.go": "package a\n"})
+	ix := newCounting()
+	ix.fail = errors.New("git was busy")
+	m := newManager(t, spec, Options{Indexer: ix})
+	waitIndex(t, m, "app", first, IndexFailed)
+	// syncThen syncs, waits for a build the sync started, and checks the
+	// builds so far.
+	syncThen := func(builds int, state string) {
+		t.Helper()
+		if err := m.SyncNow(t.Context(), "app"); err != nil {
+			t.Fatal(err)
+		}
+		h, err := m.WaitIndex(t.Context(), "app")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ix.counts()[0]; got != builds || h.State != state {
+			t.Fatalf("after a sync: %d builds, index %s; want %d, %s", got, h.State, builds, state)
+		}
+	}
+	syncThen(2, IndexFailed) // the first sync after a failure retries
+	syncThen(2, IndexFailed) // the second failure waits two syncs
+	ix.mu.Lock()
+	ix.fail = nil
+	ix.mu.Unlock()
+	syncThen(3, IndexReady)
+}
