@@ -1,6 +1,7 @@
 package index
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -207,7 +208,8 @@ func (d *decoder) lists(n int) lists {
 	if size != off {
 		d.fail("list sizes do not add up")
 	}
-	l.data = d.bytes(size)
+	// A copy, so the file's buffer is not kept for the lists' sake.
+	l.data = bytes.Clone(d.bytes(size))
 	if d.err != nil {
 		return lists{offs: []uint32{0}}
 	}

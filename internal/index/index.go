@@ -60,7 +60,7 @@ type Index struct {
 	syms []symbols.Symbol // in file id then line order
 
 	// Derived when built or loaded, never stored.
-	byName   map[string][]int32 // symbol name → indices in syms
+	byName   []int32 // indices in syms, sorted by name (see named)
 	symNames []string
 	unread   []uint32 // ids of files not in the text index: always candidates
 
@@ -169,7 +169,6 @@ func (ix *Index) Note() string { return ix.note }
 // derive computes what is kept only in memory.
 func (ix *Index) derive() {
 	ix.lazy = &lazy{}
-	ix.byName = make(map[string][]int32, len(ix.syms)/2)
 	ix.unread = nil
 	for id, f := range ix.files {
 		if f.size < 0 {
@@ -179,14 +178,41 @@ func (ix *Index) derive() {
 			ix.syms[i].Path = f.path
 		}
 	}
+	// A sorted index, not a map: a tenth of the memory for 256k symbols.
+	// Sorted as (name, index) pairs side by side, which is several times
+	// faster than sorting indices that point into the symbols.
+	type named struct {
+		name string
+		i    int32
+	}
+	pairs := make([]named, len(ix.syms))
 	for i, s := range ix.syms {
-		ix.byName[s.Name] = append(ix.byName[s.Name], int32(i))
+		pairs[i] = named{s.Name, int32(i)}
 	}
-	ix.symNames = make([]string, 0, len(ix.byName))
-	for n := range ix.byName {
-		ix.symNames = append(ix.symNames, n)
+	slices.SortFunc(pairs, func(a, b named) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return int(a.i - b.i)
+	})
+	ix.byName = make([]int32, len(pairs))
+	ix.symNames = nil
+	for k, p := range pairs {
+		ix.byName[k] = p.i
+		if len(ix.symNames) == 0 || ix.symNames[len(ix.symNames)-1] != p.name {
+			ix.symNames = append(ix.symNames, p.name)
+		}
 	}
-	slices.Sort(ix.symNames)
+}
+
+// named returns the indices of the symbols called name, in index order.
+func (ix *Index) named(name string) []int32 {
+	i, _ := slices.BinarySearchFunc(ix.byName, name, func(s int32, n string) int { return strings.Compare(ix.syms[s].Name, n) })
+	j := i
+	for j < len(ix.byName) && ix.syms[ix.byName[j]].Name == name {
+		j++
+	}
+	return ix.byName[i:j:j]
 }
 
 // Candidates returns the files that may hold every literal: those whose
@@ -254,13 +280,15 @@ func (ix *Index) Candidates(lits []string, fold bool) ([]string, bool) {
 // Definitions returns the symbols named name, and for "Container.Name"
 // the members of that container; case-insensitively when fold is set.
 func (ix *Index) Definitions(name string, fold bool) []symbols.Symbol {
-	table, key := ix.byName, name
+	lookup, key := ix.named, name
 	if fold {
-		table, key = ix.folded(), strings.ToLower(name)
+		table := ix.folded()
+		lookup = func(k string) []int32 { return table[k] }
+		key = strings.ToLower(name)
 	}
 	seen := map[int32]bool{}
 	var out []symbols.Symbol
-	for _, i := range table[key] {
+	for _, i := range lookup(key) {
 		seen[i] = true
 		out = append(out, ix.syms[i])
 	}
@@ -269,7 +297,7 @@ func (ix *Index) Definitions(name string, fold bool) []symbols.Symbol {
 		if fold {
 			member = strings.ToLower(member)
 		}
-		for _, i := range table[member] {
+		for _, i := range lookup(member) {
 			c := ix.syms[i].Container
 			if !seen[i] && (c == container || fold && strings.EqualFold(c, container)) {
 				out = append(out, ix.syms[i])

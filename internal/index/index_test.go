@@ -63,6 +63,9 @@ func wallRepo(t testing.TB) (*tools.Workspace, string) {
 		".env":           envSecret,
 		"deploy.key":     "-----BEGIN KEY-----\nhunter2-index-secret\n",
 		"data.bin":       "\x00\x01hunter2-index-secret",
+		// Names that look like options to ctags.
+		"--help.js": "function helpMe() {}\n",
+		"-x.py":     "def dash_me():\n    pass\n",
 	}})
 	// A symlink to the secret, under a public name.
 	if err := os.Symlink(".env", filepath.Join(r.Dir, "link.txt")); err != nil {
@@ -179,6 +182,8 @@ func TestBuildQueries(t *testing.T) {
 		{"Cart.checkout", false, []string{"py/cart.py:member:checkout"}},
 		{"CHECKOUT", true, []string{"py/cart.py:member:checkout"}},
 		{"nothing", true, nil},
+		{"helpMe", false, []string{"--help.js:function:helpMe"}},
+		{"dash_me", false, []string{"-x.py:function:dash_me"}},
 	} {
 		if got := where(ix.Definitions(tc.name, tc.fold)); !slices.Equal(got, tc.want) {
 			t.Errorf("Definitions(%q, %v) = %v, want %v", tc.name, tc.fold, got, tc.want)

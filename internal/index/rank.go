@@ -71,13 +71,23 @@ func (ix *Index) refCounts() []float64 {
 	}
 	var uses []use
 	var definers []uint32
+	next := 0 // ix.names and ix.byName are both in name order: walk them together
 	for i, name := range ix.names {
-		if len(name) < minRankName {
+		for next < len(ix.byName) && ix.syms[ix.byName[next]].Name < name {
+			next++
+		}
+		end := next
+		for end < len(ix.byName) && ix.syms[ix.byName[end]].Name == name {
+			end++
+		}
+		defs := ix.byName[next:end]
+		next = end
+		if len(name) < minRankName || len(defs) == 0 {
 			continue
 		}
 		definers = definers[:0]
 		local, tests := true, true // every definition is an unexported Go name; in a Go test file
-		for _, s := range ix.byName[name] {
+		for _, s := range defs {
 			sym := &ix.syms[s]
 			id := ix.fileOf(s)
 			if sym.Container != "" || files[id].testdata {

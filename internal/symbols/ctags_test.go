@@ -156,3 +156,24 @@ func TestCtagsMemoryCap(t *testing.T) {
 		t.Errorf("Tags under a 4 MiB cap = %+v, %v; want an error", got, err)
 	}
 }
+
+// TestCtagsHangsOnPATH: the ctags found on PATH (the default) is held to
+// the same timeout.
+func TestCtagsHangsOnPATH(t *testing.T) {
+	fake := fakeCtags(t, "exec sleep 60")
+	t.Setenv("PATH", filepath.Dir(fake)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	c, err := NewCtags(t.Context(), "", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.path != fake {
+		t.Fatalf("found %s, want the fake %s", c.path, fake)
+	}
+	start := time.Now()
+	if _, err := c.Tags(t.Context(), []Source{{"a.py", []byte("x = 1\n")}}); err == nil {
+		t.Error("a hanging ctags gave no error")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v: the timeout did not stop it", d)
+	}
+}
