@@ -41,13 +41,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/searchbench" ./bench/cmd/searchbench
 tree="$work/src"
-cp -a "$(go env GOROOT)/src" "$tree"
-(
-	cd "$tree"
-	git -c init.defaultBranch=main init -q
-	git add -A
-	git -c user.name=bench -c user.email=bench@example.com commit -q -m tree
-)
+bench/gosrc.sh "$tree"
 echo "tree: $(go env GOROOT)/src ($(go version | cut -d' ' -f3)), $(git -C "$tree" ls-files | wc -l) files," \
 	"$(du -sh --exclude=.git "$tree" | cut -f1); $(nproc) cores; $(rg --version | sed -n 1p); $(git --version);" \
 	"load average $(cut -d' ' -f1-3 /proc/loadavg)"

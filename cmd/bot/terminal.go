@@ -83,6 +83,10 @@ func openTerminal(ctx context.Context, cfg config.Config, env func(string) (stri
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
+	// The terminal's tools scan: a question asked once should not start
+	// a build of the whole repository, nor leave an index in BOT_DATA_DIR
+	// of whatever directory it was asked from.
+	cfg.Index = false
 	c, err := newCore(ctx, cfg, env, pathOnly, log, nil)
 	if err != nil {
 		return nil, err

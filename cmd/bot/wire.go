@@ -14,6 +14,7 @@ import (
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/budget"
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/index"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/repos"
@@ -103,6 +104,10 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 		}
 		model = client
 	}
+	var indexer repos.Indexer
+	if cfg.Index {
+		indexer = index.Indexer{Options: index.Options{Logger: log}}
+	}
 	m, err := repos.New(ctx, specs, repos.Options{
 		DataDir:    cfg.DataDir,
 		SyncEvery:  cfg.RepoSync,
@@ -110,6 +115,7 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 		Env:        env,
 		KnownHosts: cfg.KnownHosts,
 		OnSync:     onSync,
+		Indexer:    indexer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("repositories: %w", err)
@@ -121,12 +127,13 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens}, nil
 }
 
-// toolbox is the tools over one checkout, tools.Default. They are the
-// same, in the same order, for every repository, so the tool definitions
-// sent with each request stay byte-identical and the provider's prompt
-// cache holds across turns, threads and repositories.
-func toolbox(ws *tools.Workspace) agent.Toolbox {
-	return tools.NewRegistry(tools.Default(ws, tools.Options{})...)
+// toolbox is the tools over one lease, tools.Default: its checkout, and
+// its commit's code index once ready. They are the same, in the same
+// order, for every repository, so the tool definitions sent with each
+// request stay byte-identical and the provider's prompt cache holds
+// across turns, threads and repositories.
+func toolbox(l *repos.Lease) agent.Toolbox {
+	return tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
 }
 
 // clock dates the context a thread's first question carries to the model;

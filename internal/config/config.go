@@ -33,6 +33,7 @@ type Config struct {
 	RepoDeny   []string      // REPO_DENY, extra deny patterns
 	RepoSync   time.Duration // BOT_REPO_SYNC, between fetches of url repos
 	KnownHosts string        // BOT_SSH_KNOWN_HOSTS, the ssh remotes' pinned host keys
+	Index      bool          // BOT_INDEX: a code index per repository and commit
 
 	SlackBotToken Secret // SLACK_BOT_TOKEN (xoxb-)
 	SlackAppToken Secret // SLACK_APP_TOKEN (xapp-)
@@ -94,6 +95,17 @@ var Settings = []Setting{
 	{"REPO_DENY", "repo.deny", "", "Extra deny patterns (comma-separated, gitignore-like) added to the built-in secret-file list.", setList(func(c *Config) *[]string { return &c.RepoDeny })},
 	{"BOT_REPO_SYNC", "repo.sync", "5m", "Time between fetches of the git url repositories of BOT_CONFIG; a checkout moves only between turns.", setDuration(func(c *Config) *time.Duration { return &c.RepoSync })},
 	{"BOT_SSH_KNOWN_HOSTS", "repo.ssh_known_hosts", "", "A known_hosts file with the host keys of the ssh remotes of BOT_CONFIG; only those keys are accepted. Empty: a host's first key is trusted and kept in BOT_DATA_DIR/known_hosts.", setString(func(c *Config) *string { return &c.KnownHosts })},
+	{"BOT_INDEX", "repo.index", "on", "on: every repository gets a code index per commit, built in the background and kept in BOT_DATA_DIR/index, for the symbol tools and a faster search_code; off: the tools scan the checkout.", func(c *Config, v string) error {
+		switch v {
+		case "on":
+			c.Index = true
+		case "off":
+			c.Index = false
+		default:
+			return fmt.Errorf("want on or off, got %q", v)
+		}
+		return nil
+	}},
 	{"SLACK_BOT_TOKEN", "", "", "Bot token (xoxb-…). With SLACK_APP_TOKEN, `bot` serves Slack.", func(c *Config, v string) error { c.SlackBotToken = Secret(v); return nil }},
 	{"SLACK_APP_TOKEN", "", "", "App-level token (xapp-…) with connections:write, for Socket Mode.", func(c *Config, v string) error { c.SlackAppToken = Secret(v); return nil }},
 	{"SLACK_API_URL", "slack.api_url", "", "Slack Web API base URL; default Slack's own. For Slack-compatible test servers and proxies.", setURL(func(c *Config) *string { return &c.SlackAPIURL })},

@@ -247,3 +247,33 @@ func TestBadURLIsQuotedWithoutCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexSetting: BOT_INDEX is on by default and takes on or off, from
+// the environment or the YAML file (where a bare on/off stays a word).
+func TestIndexSetting(t *testing.T) {
+	dir := t.TempDir()
+	off := filepath.Join(dir, "off.yaml")
+	writeFile(t, off, "repo:\n  index: off\n")
+	for _, tt := range []struct {
+		name    string
+		env     map[string]string
+		want    bool
+		wantErr bool
+	}{
+		{"default", nil, true, false},
+		{"env off", map[string]string{"BOT_INDEX": "off"}, false, false},
+		{"env on", map[string]string{"BOT_INDEX": "on"}, true, false},
+		{"yaml off", map[string]string{"BOT_CONFIG": off}, false, false},
+		{"not a word it knows", map[string]string{"BOT_INDEX": "yes"}, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(mapEnv(tt.env), nil)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Load: %v, want error %v", err, tt.wantErr)
+			}
+			if err == nil && c.Index != tt.want {
+				t.Errorf("Index = %v, want %v", c.Index, tt.want)
+			}
+		})
+	}
+}

@@ -88,6 +88,9 @@ func (m *Manager) sync(ctx context.Context, r *repo) error {
 	if closed {
 		return ErrClosed
 	}
+	// An index that failed before this sync is retried when due; one
+	// that fails during it waits for the next.
+	m.retryIndex(r)
 	before := r.current()
 	err := m.update(ctx, r)
 	now := time.Now()
@@ -241,6 +244,7 @@ func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
 	r.cur = next
 	r.mu.Unlock()
 	m.retire(r, old)
+	m.indexCommit(r, sha)
 	return nil
 }
 

@@ -39,7 +39,27 @@ type Lease struct {
 	// be linked: "" when it is on a remote-tracking branch (see
 	// pushedNote).
 	unpushed string
+
+	// index is Commit's code index, pinned until Release, in indexes;
+	// nil when indexes are off.
+	indexes *indexes
+	index   *indexEntry
 }
+
+// Index returns the code index of exactly the lease's commit when it is
+// ready, else nil and a note for the tools' results; nil and "" when
+// indexes are off. It never waits for a build. It is a tools.IndexSource.
+func (l *Lease) Index() (tools.CodeIndex, string) {
+	if l.indexes == nil {
+		return nil, ""
+	}
+	if l.index == nil {
+		return nil, noteIndexNoCommit
+	}
+	return l.indexes.lookup(l.index)
+}
+
+var _ tools.IndexSource = (*Lease)(nil).Index
 
 // Release ends the lease. It is safe to call more than once. When the
 // lease was the last on an outdated worktree, that worktree is deleted
@@ -74,6 +94,11 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 		return nil, fmt.Errorf("%w: %s: its clone failed (%s); it is retried within seconds, then less often, up to every %s", ErrUnavailable, name, msg, m.opts.SyncEvery)
 	}
 	s.refs++
+	var pinned *indexEntry
+	if m.ix != nil && !r.local {
+		// Pinned with the checkout, so a sync cannot drop it between.
+		pinned = r.indexes.pin(s.commit)
+	}
 	r.mu.Unlock()
 	l := &Lease{
 		Name:      name,
@@ -100,8 +125,32 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 		r.mu.Lock()
 		r.lastCommit = l.Commit
 		r.mu.Unlock()
+		if m.ix != nil && l.Commit != "" {
+			// The commit its HEAD is at now is the current one, and pinned
+			// in the same step.
+			pinned = m.setIndexCommit(r, l.Commit, true)
+		}
 	}
+	m.holdIndex(r, l, pinned)
 	return l, nil
+}
+
+// holdIndex gives the lease its commit's code index entry, pinned until
+// Release.
+func (m *Manager) holdIndex(r *repo, l *Lease, e *indexEntry) {
+	if m.ix == nil {
+		return
+	}
+	l.indexes = &r.indexes
+	if e == nil {
+		return
+	}
+	l.index = e
+	release := l.release
+	l.release = func() {
+		m.unpinIndex(r, e)
+		release()
+	}
 }
 
 func (m *Manager) release(r *repo, s *snapshot) {

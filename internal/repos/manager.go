@@ -18,6 +18,13 @@
 // through its environment: never argv, never a file in the clone, never a
 // log line or an error (see auth).
 //
+// With an Indexer, every commit a repository is served at gets a code
+// index, built in the background by one builder for all repositories
+// (updated from the previous commit's when there is one), kept in
+// DataDir/index/<name>/<commit>, and pinned by the leases at that commit;
+// a lease hands its index to the tools only once it is ready (see
+// Lease.Index), so a turn never waits for one.
+//
 // Every git command goes through internal/gitexec, and a path repo's git
 // directory is the one its Workspace found and checked (tools.Workspace.Git).
 //
@@ -71,6 +78,10 @@ type Options struct {
 	// OnSync, when set, is called after every sync of a url repo, with
 	// nil or the (credential-free) error, e.g. to count failures.
 	OnSync func(name string, err error)
+	// Indexer, when set, gives every commit a repository is served at a
+	// code index, made in the background and kept in DataDir/index (in
+	// memory only without a DataDir); leases hand it to the tools.
+	Indexer Indexer
 }
 
 // hostKeys is where ssh checks the host keys of ssh remotes.
@@ -101,6 +112,8 @@ type Manager struct {
 	mu     sync.Mutex
 	closed bool
 
+	ix *indexer // nil without Options.Indexer
+
 	// after is time.After; tests step Run's waits through it.
 	after func(time.Duration) <-chan time.Time
 }
@@ -125,6 +138,8 @@ type repo struct {
 	lastAttempt time.Time
 	lastErr     string
 	lastCommit  string // local repos: the commit the last lease saw
+
+	indexes indexes // code indexes by commit (see indexer)
 }
 
 // snapshot is one checkout that leases point into.
@@ -134,6 +149,7 @@ type snapshot struct {
 	ws     *tools.Workspace
 	owned  bool // a worktree of ours, deleted when outdated; false for a local path
 	refs   int
+	held   int  // of refs, held by the indexer while it reads the checkout
 	retire bool // no longer handed out: close (and delete, if owned) at refs == 0
 }
 
@@ -151,6 +167,8 @@ type RepoHealth struct {
 	LastAttempt time.Time `json:"last_attempt,omitzero"`
 	LastError   string    `json:"last_error,omitempty"`
 	Leases      int       `json:"leases"`
+	// Index is the code index of Commit, when indexes are on.
+	Index *IndexHealth `json:"index,omitempty"`
 }
 
 // New validates specs, opens the local checkouts, and clones (or reuses and
@@ -158,6 +176,10 @@ type RepoHealth struct {
 // invalid spec, a missing local path, an unset token variable) fail New;
 // a clone that fails (network, permissions) leaves that repo unavailable,
 // reported by Health and Acquire, and retried by Run and SyncNow.
+//
+// With an Indexer, code indexes are built until ctx is done or Close: a
+// service passes the context its shutdown cancels, so a build does not
+// take the CPU from the answers it is draining.
 func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 	if err := Validate(specs); err != nil {
 		return nil, err
@@ -179,9 +201,12 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{opts: opts, log: log.With("component", "repos"), specs: specs, repos: map[string]*repo{}, after: time.After}
+	if opts.Indexer != nil {
+		m.startIndexer(ctx)
+	}
 	var errs []error
 	for _, s := range specs {
-		r := &repo{spec: s}
+		r := &repo{spec: s, indexes: indexes{byID: map[string]*indexEntry{}, settled: make(chan struct{})}}
 		var err error
 		if s.Path != "" {
 			err = m.openLocal(ctx, r)
@@ -274,6 +299,7 @@ func (m *Manager) openLocal(ctx context.Context, r *repo) error {
 		r.remote, _, _ = cleanRemote(origin)
 	}
 	r.lastCommit = m.localCommit(ctx, ws)
+	m.indexCommit(r, r.lastCommit)
 	return nil
 }
 
@@ -326,12 +352,15 @@ func (m *Manager) Health() []RepoHealth {
 		}
 		if r.cur != nil {
 			h.Commit = r.cur.commit
-			h.Leases = r.cur.refs
+			h.Leases = r.cur.refs - r.cur.held
 		}
 		if r.local {
 			h.Source, h.Commit = r.cur.dir, r.lastCommit
 		}
 		r.mu.Unlock()
+		if m.ix != nil {
+			h.Index = r.indexes.health(time.Now())
+		}
 		out = append(out, h)
 	}
 	return out
@@ -348,6 +377,9 @@ func (m *Manager) Close() error {
 	}
 	m.closed = true
 	m.mu.Unlock()
+	if m.ix != nil {
+		m.ix.stop()
+	}
 	for _, r := range m.repos {
 		r.syncMu.Lock()
 		r.mu.Lock()

@@ -39,7 +39,8 @@ func newTestRepos(t testing.TB, files map[string]string) *repos.Manager {
 
 // testTools are the tools of every test bot's turns, over a lease's
 // workspace, as cmd/bot builds them (fewer of them).
-func testTools(ws *tools.Workspace) agent.Toolbox {
+func testTools(l *repos.Lease) agent.Toolbox {
+	ws := l.Workspace
 	return tools.NewRegistry(tools.NewReadFile(ws, tools.Options{}), tools.NewListFiles(ws, tools.Options{}))
 }
 

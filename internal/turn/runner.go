@@ -16,7 +16,6 @@ import (
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
-	"github.com/askrepo/askrepo/internal/tools"
 )
 
 // ErrTakenOver means another process continued this turn (see
@@ -42,11 +41,12 @@ type Config struct {
 	// Agent configures the loop of every turn (model, step limit, tool
 	// timeout, in-turn compaction, logger); its Tools are set per turn.
 	Agent agent.Config
-	// Tools builds the tools over a lease's workspace. It must give every
-	// repository the same tools in the same order, so the tool definitions
-	// sent with each request stay byte-identical and the provider's prompt
-	// cache holds across turns, threads and repositories.
-	Tools func(ws *tools.Workspace) agent.Toolbox
+	// Tools builds the tools over a lease: its workspace, and its
+	// commit's code index (Lease.Index). It must give every repository the
+	// same tools in the same order, so the tool definitions sent with each
+	// request stay byte-identical and the provider's prompt cache holds
+	// across turns, threads and repositories.
+	Tools func(l *repos.Lease) agent.Toolbox
 	// Budget is the most prompt tokens a thread's history may take before
 	// it is compacted, once, between turns (budget.Compact); 0 turns that
 	// off. Calibrator (nil: one of the runner's own) learns from each
@@ -283,7 +283,7 @@ type loop struct {
 // every turn gets its own over the commit it leased.
 func (r *Runner) newAgent(req Request) (loop, error) {
 	cfg := r.cfg.Agent
-	cfg.Tools = r.cfg.Tools(req.Lease.Workspace)
+	cfg.Tools = r.cfg.Tools(req.Lease)
 	a, err := agent.New(cfg)
 	if err != nil {
 		return loop{}, fmt.Errorf("build the agent over %s: %w", req.Repo, err)
