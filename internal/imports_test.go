@@ -48,6 +48,10 @@ func TestImportRules(t *testing.T) {
 		{"internal/symbols imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/symbols" && strings.HasPrefix(dep, mod+"internal/")
 		}},
+		{"internal/index imports no other internal package but tools, symbols and gitexec", func(pkg, dep string) bool {
+			return pkg == "internal/index" && strings.HasPrefix(dep, mod+"internal/") &&
+				dep != mod+"internal/tools" && dep != mod+"internal/symbols" && dep != mod+"internal/gitexec"
+		}},
 		{"internal/search imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/search" && strings.HasPrefix(dep, mod+"internal/")
 		}},

@@ -267,10 +267,20 @@ func lineText(src []byte, starts []int, n int) string {
 	return strings.TrimRight(string(src[starts[n-1]:end]), "\r\n")
 }
 
-// Line returns line n (1-based) of src, trimmed and clipped: the text an
-// occurrence shows.
-func Line(src []byte, n int) string {
-	return clip(strings.TrimSpace(lineText(src, lineStarts(src), n)))
+// Lines finds the lines of a file by number, to show the line of an
+// occurrence.
+type Lines struct {
+	src    []byte
+	starts []int
+}
+
+// NewLines indexes the lines of src.
+func NewLines(src []byte) Lines { return Lines{src: src, starts: lineStarts(src)} }
+
+// Text is line n (1-based), trimmed and clipped to a few hundred bytes,
+// or "" past the end.
+func (l Lines) Text(n int) string {
+	return clip(strings.TrimSpace(lineText(l.src, l.starts, n)))
 }
 
 // clip cuts s to maxSignature bytes at a rune boundary, marking the cut.

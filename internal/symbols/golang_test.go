@@ -143,3 +143,12 @@ func TestIsTestPath(t *testing.T) {
 		}
 	}
 }
+
+func TestLines(t *testing.T) {
+	l := NewLines([]byte("one\n\t two  \r\n\nlast"))
+	for n, want := range map[int]string{0: "", 1: "one", 2: "two", 3: "", 4: "last", 5: ""} {
+		if got := l.Text(n); got != want {
+			t.Errorf("Text(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,263 @@
+// Package index builds, updates, saves and loads the code index of one
+// checkout at one commit: the file list, a trigram index of the text for
+// search_code's candidates, the symbol table, and the identifier
+// occurrences, with per-file reference counts for ranking. It implements
+// tools.CodeIndex.
+//
+// Everything it holds is read through the workspace's wall
+// (tools.Workspace.OpenContent): denied files and files whose content is a
+// secret blob are never indexed, so no query can name them.
+//
+// It imports, of askrepo's packages, only tools (the Workspace and the
+// contract), symbols (reading definitions) and gitexec; the tools and the
+// service import it, never the other way round.
+package index
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/symbols"
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+var _ tools.CodeIndex = (*Index)(nil)
+
+// Options tune Build and Update. The zero value finds ctags on PATH.
+type Options struct {
+	// Ctags is the ctags to run: "" finds "ctags" on PATH, "off" runs
+	// none (only Go files then have symbols).
+	Ctags string
+	// CtagsTimeout bounds one ctags process (one batch of files); zero
+	// means 30s.
+	CtagsTimeout time.Duration
+	// MaxFileBytes: larger files are listed but not read, as search_code
+	// skips them. Zero means tools.DefaultSearchMaxFileSize.
+	MaxFileBytes int64
+	// Workers read and parse files in parallel; zero means GOMAXPROCS.
+	Workers int
+	Logger  *slog.Logger
+}
+
+// Index is the code index of one checkout at one commit. It is immutable
+// once built or loaded and safe for concurrent use.
+type Index struct {
+	commit string
+	note   string
+	files  []fileEntry // sorted by path; a file's id is its position
+
+	gramKeys []uint32 // sorted
+	grams    lists    // file lists, parallel to gramKeys
+
+	names []string // sorted distinct identifiers
+	occs  lists    // occurrence lists, parallel to names
+	nOccs int
+
+	syms []symbols.Symbol // in file id then line order
+
+	// Derived when built or loaded, never stored.
+	byName   map[string][]int32 // symbol name → indices in syms
+	byFold   map[string][]int32 // lower-cased name → indices in syms
+	symNames []string
+	unread   []uint32 // ids of files not in the text index: always candidates
+
+	ranked     sync.Once
+	rankedList []tools.FileSymbols
+
+	ws        *tools.Workspace // reads occurrence lines; nil after Load until WithWorkspace
+	diskBytes int64
+}
+
+// fileEntry is one file of the checkout that the wall lets through.
+type fileEntry struct {
+	path string
+	// size is the bytes in the text index, or -1 when the file is not
+	// in it (binary, too large, unreadable): then it is a candidate for
+	// every query.
+	size     int64
+	symStart int32 // its symbols are syms[symStart:symEnd]
+	symEnd   int32
+}
+
+// Stats describe an index's coverage and size.
+type Stats struct {
+	Commit      string
+	Files       int   // files listed
+	TextFiles   int   // files in the text index
+	TextBytes   int64 // bytes of text indexed
+	Symbols     int
+	Names       int // distinct identifiers
+	Occurrences int // (identifier, file, line) entries
+	// DiskBytes is the size of the saved index, once saved or loaded.
+	DiskBytes int64
+}
+
+// Stats returns the index's coverage and size.
+func (ix *Index) Stats() Stats {
+	s := Stats{Commit: ix.commit, Files: len(ix.files), Symbols: len(ix.syms), Names: len(ix.names), Occurrences: ix.nOccs, DiskBytes: ix.diskBytes}
+	for _, f := range ix.files {
+		if f.size >= 0 {
+			s.TextFiles++
+			s.TextBytes += f.size
+		}
+	}
+	return s
+}
+
+// WithWorkspace returns the index reading the lines of References through
+// ws (the checkout it describes); an index fresh from Load has no
+// workspace, and its occurrences have no Text until given one.
+func (ix *Index) WithWorkspace(ws *tools.Workspace) *Index {
+	c := &Index{
+		commit: ix.commit, note: ix.note, files: ix.files,
+		gramKeys: ix.gramKeys, grams: ix.grams, names: ix.names, occs: ix.occs, nOccs: ix.nOccs,
+		syms: ix.syms, byName: ix.byName, byFold: ix.byFold, symNames: ix.symNames, unread: ix.unread,
+		ws: ws, diskBytes: ix.diskBytes,
+	}
+	return c
+}
+
+// Commit is the commit the index describes.
+func (ix *Index) Commit() string { return ix.commit }
+
+// Note says what the index lacks, or "".
+func (ix *Index) Note() string { return ix.note }
+
+// derive computes what is kept only in memory.
+func (ix *Index) derive() {
+	ix.byName = map[string][]int32{}
+	ix.byFold = map[string][]int32{}
+	ix.unread = nil
+	for id, f := range ix.files {
+		if f.size < 0 {
+			ix.unread = append(ix.unread, uint32(id))
+		}
+		for i := f.symStart; i < f.symEnd; i++ {
+			ix.syms[i].Path = f.path
+		}
+	}
+	for i, s := range ix.syms {
+		ix.byName[s.Name] = append(ix.byName[s.Name], int32(i))
+		low := strings.ToLower(s.Name)
+		ix.byFold[low] = append(ix.byFold[low], int32(i))
+	}
+	ix.symNames = make([]string, 0, len(ix.byName))
+	for n := range ix.byName {
+		ix.symNames = append(ix.symNames, n)
+	}
+	slices.Sort(ix.symNames)
+}
+
+// Candidates returns the files that may hold every literal: those whose
+// text has all the literals' trigrams, and those not in the text index.
+// The index folds ASCII case, so fold changes nothing here: the result
+// is a superset of the matches either way.
+func (ix *Index) Candidates(lits []string, fold bool) ([]string, bool) {
+	if len(lits) == 0 {
+		return nil, false
+	}
+	var want []uint32
+	for _, l := range lits {
+		if len(l) < 3 {
+			return nil, false
+		}
+		want = append(want, litGrams(l)...)
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	// Start from the shortest list: the rest only narrow it.
+	type plist struct{ b []byte }
+	ls := make([]plist, 0, len(want))
+	for _, g := range want {
+		i, ok := slices.BinarySearch(ix.gramKeys, g)
+		if !ok {
+			ls = nil
+			break
+		}
+		ls = append(ls, plist{ix.grams.get(i)})
+	}
+	var ids []uint32
+	if len(ls) > 0 {
+		slices.SortFunc(ls, func(a, b plist) int { return len(a.b) - len(b.b) })
+		ids = decodeFiles(nil, ls[0].b, len(ix.files))
+		var buf []uint32
+		for _, l := range ls[1:] {
+			if len(ids) == 0 {
+				break
+			}
+			buf = decodeFiles(buf[:0], l.b, len(ix.files))
+			ids = intersect(ids, buf)
+		}
+	}
+	out := make([]string, 0, len(ids)+len(ix.unread))
+	i, j := 0, 0
+	for i < len(ids) || j < len(ix.unread) {
+		var id uint32
+		switch {
+		case j >= len(ix.unread) || i < len(ids) && ids[i] < ix.unread[j]:
+			id = ids[i]
+			i++
+		case i >= len(ids) || ix.unread[j] < ids[i]:
+			id = ix.unread[j]
+			j++
+		default:
+			id = ids[i]
+			i++
+			j++
+		}
+		out = append(out, ix.files[id].path)
+	}
+	return out, true
+}
+
+// Definitions returns the symbols named name, and for "Container.Name"
+// the members of that container; case-insensitively when fold is set.
+func (ix *Index) Definitions(name string, fold bool) []symbols.Symbol {
+	table, key := ix.byName, name
+	if fold {
+		table, key = ix.byFold, strings.ToLower(name)
+	}
+	seen := map[int32]bool{}
+	var out []symbols.Symbol
+	for _, i := range table[key] {
+		seen[i] = true
+		out = append(out, ix.syms[i])
+	}
+	if dot := strings.LastIndexByte(name, '.'); dot > 0 && dot < len(name)-1 {
+		container, member := name[:dot], name[dot+1:]
+		if fold {
+			member = strings.ToLower(member)
+		}
+		for _, i := range table[member] {
+			c := ix.syms[i].Container
+			if !seen[i] && (c == container || fold && strings.EqualFold(c, container)) {
+				out = append(out, ix.syms[i])
+			}
+		}
+	}
+	return out
+}
+
+// SymbolNames returns every distinct symbol name, sorted. The slice is
+// shared: do not change it.
+func (ix *Index) SymbolNames() []string { return ix.symNames }
+
+// References returns where the identifier name occurs, definitions
+// marked, in path and line order. In Go files these are identifiers of the
+// code; in other files, word matches of the name (comments included). The
+// lines' text is read through the workspace when the index has one.
+func (ix *Index) References(name string) []symbols.Occurrence {
+	i, ok := slices.BinarySearch(ix.names, name)
+	if !ok {
+		return nil
+	}
+	var out []symbols.Occurrence
+	decodeOccs(ix.occs.get(i), len(ix.files), func(o occ) {
+		out = append(out, symbols.Occurrence{Path: ix.files[o.file].path, Line: int(o.line), Def: o.def})
+	})
+	ix.fillText(out)
+	return out
+}
