@@ -186,10 +186,16 @@ func appendOccurrences(occs []symbols.Occurrence, rel string, src []byte, ids []
 	if name == "" {
 		return occs
 	}
+	var lines *symbols.Lines
 	for _, id := range ids {
-		if id.Name == name {
-			occs = append(occs, symbols.Occurrence{Path: rel, Line: id.Line, Def: id.Def, Text: symbols.Line(src, id.Line)})
+		if id.Name != name {
+			continue
 		}
+		if lines == nil {
+			l := symbols.NewLines(src)
+			lines = &l
+		}
+		occs = append(occs, symbols.Occurrence{Path: rel, Line: id.Line, Def: id.Def, Text: lines.Text(id.Line)})
 	}
 	return occs
 }

@@ -60,13 +60,15 @@ type SearchCodeOptions struct {
 // workspace's listable files (git's ignore rules, no deny-listed files),
 // fast enough to stand in for ripgrep. It is safe for concurrent use.
 type SearchCode struct {
-	ws   *Workspace
-	opts SearchCodeOptions
-	now  func() time.Time // the budget clock; tests step it per file
+	ws    *Workspace
+	opts  SearchCodeOptions
+	index IndexSource      // narrows the files read; nil scans them all
+	now   func() time.Time // the budget clock; tests step it per file
 }
 
 // NewSearchCode returns the search_code tool over ws, configured by
-// opts.Search.
+// opts.Search, reading only the files opts.Index says may match when it
+// gives an index.
 func NewSearchCode(ws *Workspace, all Options) *SearchCode {
 	opts := all.Search
 	if opts.Timeout <= 0 {
@@ -78,7 +80,7 @@ func NewSearchCode(ws *Workspace, all Options) *SearchCode {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	return &SearchCode{ws: ws, opts: opts, now: time.Now}
+	return &SearchCode{ws: ws, opts: opts, index: all.Index, now: time.Now}
 }
 
 // Describe implements Describer: "\"retry\" in internal/ (*.go)", then
@@ -161,7 +163,7 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (Output, er
 	defer closeRoot()
 	job := search.Job{
 		Files:        filterInclude(scope.files, args.Include),
-		NewReader:    filter.wrap(readers),
+		NewReader:    s.narrow(m, filter.wrap(readers)),
 		Matcher:      m,
 		ContextLines: args.Context,
 		MaxResults:   args.MaxResults,
