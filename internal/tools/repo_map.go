@@ -213,7 +213,7 @@ func mainSymbols(defs []symbols.Symbol) []symbols.Symbol {
 func (m *mapWriter) write(b *strings.Builder, scope string, ranked bool, tokens int) {
 	where := "the repository"
 	if scope != "." {
-		where = scope + "/"
+		where = scope
 	}
 	if len(m.refs) == 0 {
 		fmt.Fprintf(b, "No definitions to map in %s. Use list_files to see what it holds.\n", where)
