@@ -146,3 +146,39 @@ func TestRepoMapBudget(t *testing.T) {
 		t.Errorf("over budget or no footer (%d bytes):\n%s", len(out), out)
 	}
 }
+
+// A parameter or a local variable named like a symbol declares the name
+// too, but only the symbol's definition is marked and leads.
+func TestFindReferencesMarksOnlyTheDefinition(t *testing.T) {
+	dir := wsGitDir(t, map[string]string{
+		"a/call.go":   "package a\n\nfunc call(helper func()) {\n\thelper()\n}\n",
+		"b/helper.go": "package b\n\n// helper helps.\nfunc helper() {}\n",
+		"c/local.go":  "package c\n\nfunc f() {\n\thelper := 1\n\t_ = helper\n}\n",
+	})
+	tool := NewFindReferences(wsNew(t, dir, WorkspaceOptions{}), Options{})
+	checkTool(t, tool, []toolCase{{
+		name: "scan",
+		args: `{"name":"helper"}`,
+		want: "5 references to \"helper\" in 3 files\n\n" +
+			"b/helper.go\n  4 [def]: func helper() {}\n" +
+			"a/call.go\n  3: func call(helper func()) {\n  4: helper()\n" +
+			"c/local.go\n  4: helper := 1\n  5: _ = helper\n" + scanNote,
+	}})
+}
+
+// A file of many constants still shows its types and functions on the
+// map, in line order.
+func TestRepoMapShowsTypesBeforeConstants(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("package p\n\nconst (\n")
+	for i := range 12 {
+		fmt.Fprintf(&src, "\tC%d = %d\n", i, i)
+	}
+	src.WriteString(")\n\ntype Big struct{ N int }\n\nfunc (b Big) Size() int { return b.N }\n\nfunc New() Big { return Big{} }\n")
+	tool := NewRepoMap(wsNew(t, wsGitDir(t, map[string]string{"p/p.go": src.String()}), WorkspaceOptions{}), Options{})
+	checkTool(t, tool, []toolCase{{
+		name:     "tiers",
+		args:     `{}`,
+		contains: []string{"p/p.go\n  C0 = 0\n  C1 = 1\n  C2 = 2\n  C3 = 3\n  C4 = 4\n  type Big struct{ N int }\n  func (b Big) Size() int { return b.N }\n  func New() Big { return Big{} }\n"},
+	}})
+}

@@ -89,7 +89,7 @@ func (f *FindReferences) Run(ctx context.Context, input json.RawMessage) (Output
 	idx, note := codeIndex(f.opts.Index)
 	var occs []symbols.Occurrence
 	if idx != nil {
-		occs = idx.References(base)
+		occs = markDefinitions(idx.References(base), idx.Definitions(base, false), base)
 	} else {
 		occs, note = f.scan(ctx, base, scope, note)
 	}
@@ -108,7 +108,8 @@ func (f *FindReferences) scan(ctx context.Context, base, scope, note string) ([]
 	if err != nil {
 		return nil, note + " The scan failed: " + err.Error()
 	}
-	_, occs, read, noCtags := scanSymbols(ctx, f.ws, NewSearchCode(f.ws, f.opts).opts.MaxFileSize, files, base)
+	defs, occs, read, noCtags := scanSymbols(ctx, f.ws, NewSearchCode(f.ws, f.opts).opts.MaxFileSize, files, base)
+	occs = markDefinitions(occs, defs, base)
 	if noCtags {
 		note += noCtagsNote
 	}
@@ -116,6 +117,27 @@ func (f *FindReferences) scan(ctx context.Context, base, scope, note string) ([]
 		note += " The scan stopped before reading every file."
 	}
 	return occs, note
+}
+
+// markDefinitions marks as definitions the occurrences on the first line
+// of a symbol of defs named name, and no others: a parameter or a local
+// variable of the same name declares it too, but is not what "the
+// definition first" means.
+func markDefinitions(occs []symbols.Occurrence, defs []symbols.Symbol, name string) []symbols.Occurrence {
+	type at struct {
+		path string
+		line int
+	}
+	isDef := make(map[at]bool, len(defs))
+	for _, d := range defs {
+		if d.Name == name {
+			isDef[at{d.Path, d.Line}] = true
+		}
+	}
+	for i, o := range occs {
+		occs[i].Def = isDef[at{o.Path, o.Line}]
+	}
+	return occs
 }
 
 // refFile is one file's occurrences, as shown.

@@ -192,21 +192,44 @@ func (m *mapWriter) add(p string, refs int, defs []symbols.Symbol) {
 	m.refs = append(m.refs, Ref{Path: p})
 }
 
-// mainSymbols picks a file's definitions worth showing: exported ones
-// when it has any, never fields, at most mapSymbolsPerFile, in line order.
+// mainSymbols picks a file's definitions worth showing, at most
+// mapSymbolsPerFile, in line order: exported ones when it has any, never
+// fields; types first, then functions, then methods, then the rest
+// (variables, constants, an interface's methods), so a file of many
+// constants still shows its types.
 func mainSymbols(defs []symbols.Symbol) []symbols.Symbol {
 	exported := slices.ContainsFunc(defs, func(d symbols.Symbol) bool { return d.Exported })
-	var out []symbols.Symbol
-	for _, d := range defs {
-		if len(out) == mapSymbolsPerFile {
-			break
-		}
+	var tiers [4][]int
+	for i, d := range defs {
 		if d.Kind == "field" || d.Kind == "member" || exported && !d.Exported {
 			continue
 		}
-		out = append(out, d)
+		tiers[mapTier(d)] = append(tiers[mapTier(d)], i)
+	}
+	var pick []int
+	for _, t := range tiers {
+		pick = append(pick, t[:min(len(t), mapSymbolsPerFile-len(pick))]...)
+	}
+	slices.Sort(pick)
+	out := make([]symbols.Symbol, len(pick))
+	for i, k := range pick {
+		out[i] = defs[k]
 	}
 	return out
+}
+
+// mapTier ranks a definition for the map: 0 a type, 1 a function, 2 a
+// method, 3 anything else.
+func mapTier(d symbols.Symbol) int {
+	switch {
+	case kindMatches(d.Kind, "type"):
+		return 0
+	case d.Container == "" && kindMatches(d.Kind, "function"):
+		return 1
+	case kindMatches(d.Kind, "method") && (d.Lang != "go" || strings.HasPrefix(d.Signature, "func ")):
+		return 2
+	}
+	return 3
 }
 
 // write writes the header, the files laid out and what to do for more.
