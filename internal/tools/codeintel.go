@@ -251,6 +251,19 @@ func matchesDef(d symbols.Symbol, name string, fold bool) bool {
 // pathDepth is how many directories deep rel is.
 func pathDepth(rel string) int { return strings.Count(rel, "/") }
 
+// scanStopped is the note's sentence for a scan that could not finish:
+// it reached scanMaxFiles (err nil), the call's time ran out, or the
+// listing or search failed.
+func scanStopped(err error) string {
+	switch {
+	case err == nil:
+		return fmt.Sprintf(" The scan read the first %d files that name it, so there may be more than it shows.", scanMaxFiles)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return " The call's time ran out before the scan was done, so there may be more than it shows."
+	}
+	return " The scan failed (" + err.Error() + "), so there may be more than it shows."
+}
+
 // writeNote writes the index's (or the scan's) note once, as the last line.
 func writeNote(b *strings.Builder, note string) {
 	if note != "" {

@@ -1,9 +1,12 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // symbolFixture is a real git checkout with definitions the symbol tools
@@ -181,4 +184,48 @@ func TestRepoMapShowsTypesBeforeConstants(t *testing.T) {
 		args:     `{}`,
 		contains: []string{"p/p.go\n  C0 = 0\n  C1 = 1\n  C2 = 2\n  C3 = 3\n  C4 = 4\n  type Big struct{ N int }\n  func (b Big) Size() int { return b.N }\n  func New() Big { return Big{} }\n"},
 	}})
+}
+
+// Many uses: the result keeps to the output budget and the caps, and says
+// how much it shows.
+func TestSymbolToolsKeepToTheBudget(t *testing.T) {
+	files := map[string]string{"def/def.go": "package def\n\n// Hot is used everywhere.\nfunc Hot() {}\n"}
+	for i := range 150 {
+		files[fmt.Sprintf("use%03d/u.go", i)] = fmt.Sprintf("package use%03d\n\nfunc f() {\n\tdef.Hot()\n\tdef.Hot()\n}\n\nfunc Hot%d() {}\n", i, i)
+	}
+	ws := wsNew(t, wsGitDir(t, files), WorkspaceOptions{})
+	for _, tc := range []struct {
+		tool   Tool
+		args   string
+		budget int
+		want   string
+	}{
+		{NewFindReferences(ws, Options{}), `{"name":"Hot"}`, DefaultOutputLimit, "301 references to \"Hot\" in 151 files (showing 60 in 31 files; narrow with path)\n"},
+		{NewFindReferences(ws, Options{}), `{"name":"Hot"}`, 3000, "301 references to \"Hot\" in 151 files (showing "},
+		{NewRepoMap(ws, Options{}), `{"max_tokens":8000}`, 4000, "Map of the repository: "},
+	} {
+		ctx := WithOutputBudget(t.Context(), tc.budget)
+		out, err := tc.tool.Run(ctx, json.RawMessage(tc.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out.Text, tc.want) || len(out.Text) > tc.budget {
+			t.Errorf("%s with %d bytes: %d bytes\n%s", tc.args, tc.budget, len(out.Text), out.Text)
+		}
+	}
+}
+
+// A call whose time is up still answers, at once, and says the scan did
+// not finish.
+func TestSymbolToolsStopAtTheDeadline(t *testing.T) {
+	ws := wsNew(t, symbolFixture(t), WorkspaceOptions{})
+	for _, tool := range []Tool{NewFindSymbol(ws, Options{}), NewFindReferences(ws, Options{}), NewRepoMap(ws, Options{})} {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Nanosecond)
+		<-ctx.Done()
+		out, err := tool.Run(ctx, json.RawMessage(`{"name":"NewServer"}`))
+		cancel()
+		if err != nil || !strings.Contains(out.Text, "The call's time ran out before the scan was done") {
+			t.Errorf("%s: %v\n%s", tool.Definition().Name, err, out.Text)
+		}
+	}
 }

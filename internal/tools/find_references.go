@@ -106,7 +106,7 @@ func (f *FindReferences) Run(ctx context.Context, input json.RawMessage) (Output
 func (f *FindReferences) scan(ctx context.Context, base, scope, note string) ([]symbols.Occurrence, string) {
 	files, done, err := scanWord(ctx, f.ws, f.opts, scope, base, false)
 	if err != nil {
-		return nil, note + " The scan failed: " + err.Error()
+		return nil, note + scanStopped(err)
 	}
 	defs, occs, read, noCtags := scanSymbols(ctx, f.ws, NewSearchCode(f.ws, f.opts).opts.MaxFileSize, files, base)
 	occs = markDefinitions(occs, defs, base)
@@ -114,7 +114,7 @@ func (f *FindReferences) scan(ctx context.Context, base, scope, note string) ([]
 		note += noCtagsNote
 	}
 	if !done || !read {
-		note += " The scan stopped before reading every file."
+		note += scanStopped(ctx.Err())
 	}
 	return occs, note
 }

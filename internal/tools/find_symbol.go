@@ -126,7 +126,7 @@ func (f *FindSymbol) scan(ctx context.Context, name, scope string, keep func(sym
 	for _, fold := range []bool{false, true} {
 		files, done, err := scanWord(ctx, f.ws, f.opts, scope, base, fold)
 		if err != nil {
-			return nil, fold, note + " The scan failed: " + err.Error()
+			return nil, fold, note + scanStopped(err)
 		}
 		all, _, read, noCtags := scanSymbols(ctx, f.ws, f.searchMaxSize(), files, "")
 		complete = complete && done && read
@@ -140,7 +140,7 @@ func (f *FindSymbol) scan(ctx context.Context, name, scope string, keep func(sym
 		}
 	}
 	if !complete {
-		note += " The scan stopped before reading every file."
+		note += scanStopped(ctx.Err())
 	}
 	return defs, folded, note
 }

@@ -122,7 +122,7 @@ func (r *RepoMap) hasFiles(ctx context.Context, scope string) bool {
 func (r *RepoMap) scan(ctx context.Context, scope string, m *mapWriter, note string) string {
 	all, err := r.ws.Files(ctx)
 	if err != nil {
-		return note + " Listing the files failed: " + err.Error()
+		return note + scanStopped(err)
 	}
 	var files []string
 	for _, f := range all {
