@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/search"
@@ -64,6 +65,9 @@ type SearchCode struct {
 	opts  SearchCodeOptions
 	index IndexSource      // narrows the files read; nil scans them all
 	now   func() time.Time // the budget clock; tests step it per file
+	// indexed caches the file set of the last index asked (see
+	// indexedFiles).
+	indexed atomic.Pointer[indexedSet]
 }
 
 // NewSearchCode returns the search_code tool over ws, configured by

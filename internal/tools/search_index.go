@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"slices"
+
 	"github.com/askrepo/askrepo/internal/search"
 )
 
@@ -29,30 +31,51 @@ func (s *SearchCode) narrow(m *search.Matcher, newReader func() search.FileReade
 	if !ok {
 		return newReader
 	}
-	keep := make(map[string]bool, len(cands))
-	for _, f := range cands {
-		keep[f] = true
+	if !slices.IsSorted(cands) {
+		cands = slices.Sorted(slices.Values(cands))
 	}
-	files := idx.Files()
-	out := make(map[string]bool, len(files))
-	for _, f := range files {
-		if !keep[f.Path] {
-			out[f.Path] = true
-		}
+	indexed := s.indexedFiles(idx)
+	return func() search.FileReader {
+		return ruledOut{FileReader: newReader(), indexed: indexed, cands: cands}
 	}
-	return func() search.FileReader { return ruledOut{FileReader: newReader(), out: out} }
 }
 
-// ruledOut reads the files of out as empty text files, the others through
-// the reader it wraps.
+// indexedSet is the files the index of one commit holds.
+type indexedSet struct {
+	commit string
+	paths  map[string]struct{}
+}
+
+// indexedFiles returns the set of files idx holds, made once per commit:
+// every search of a turn asks the same index, and an index describes one
+// commit, whose files it always holds.
+func (s *SearchCode) indexedFiles(idx CodeIndex) map[string]struct{} {
+	commit := idx.Commit()
+	if c := s.indexed.Load(); c != nil && commit != "" && c.commit == commit {
+		return c.paths
+	}
+	files := idx.Files()
+	paths := make(map[string]struct{}, len(files))
+	for _, f := range files {
+		paths[f.Path] = struct{}{}
+	}
+	s.indexed.Store(&indexedSet{commit: commit, paths: paths})
+	return paths
+}
+
+// ruledOut reads the files the index holds but did not pick (cands,
+// sorted) as empty text files, the others through the reader it wraps.
 type ruledOut struct {
 	search.FileReader
-	out map[string]bool
+	indexed map[string]struct{}
+	cands   []string
 }
 
 func (r ruledOut) Read(rel string, buf []byte, maxSize int64) ([]byte, search.Skip) {
-	if r.out[rel] {
-		return buf[:0], search.NotSkipped
+	if _, held := r.indexed[rel]; held {
+		if _, picked := slices.BinarySearch(r.cands, rel); !picked {
+			return buf[:0], search.NotSkipped
+		}
 	}
 	return r.FileReader.Read(rel, buf, maxSize)
 }

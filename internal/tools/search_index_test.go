@@ -232,3 +232,43 @@ func buildIndex(t testing.TB, dir, commit string) *index.Index {
 	}
 	return idx
 }
+
+// The set of files an index holds is kept per commit: a search through the
+// index of the next commit (here one more file) rules out by that index.
+func TestSearchCodeThroughTheNextCommitsIndex(t *testing.T) {
+	r := gitexectest.Init(t, "")
+	first := strings.TrimSpace(r.Commit(gitexectest.Commit{Write: map[string]string{"a.go": "package a // Needle\n"}}))
+	ws, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	old, err := index.Build(t.Context(), ws, first, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := strings.TrimSpace(r.Commit(gitexectest.Commit{Write: map[string]string{"b.go": "package b // Needle\n"}}))
+	next, err := index.Build(t.Context(), ws, second, index.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := tools.CodeIndex(old)
+	s := tools.NewSearchCode(ws, tools.Options{Index: func() (tools.CodeIndex, string) { return current, "" }})
+	search := func() string {
+		out, err := s.Run(t.Context(), json.RawMessage(`{"pattern":"Needle","literal":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(out.Text, "\n")
+		return first
+	}
+	// The old index does not hold b.go, so b.go is read as any file it
+	// does not know.
+	if got := search(); got != "2 matches in 2 files" {
+		t.Errorf("through the old index: %q", got)
+	}
+	current = onlyNamed{CodeIndex: next, file: "a.go"}
+	if got := search(); got != "1 match in 1 file" {
+		t.Errorf("through the next commit's index, which picks a.go alone: %q", got)
+	}
+}
