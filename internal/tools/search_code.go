@@ -165,9 +165,10 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (Output, er
 	}
 	readers, closeRoot := s.readers()
 	defer closeRoot()
+	files, widen := s.narrow(m, filterInclude(scope.files, args.Include))
 	job := search.Job{
-		Files:        filterInclude(scope.files, args.Include),
-		NewReader:    s.narrow(m, filter.wrap(readers)),
+		Files:        files,
+		NewReader:    filter.wrap(readers),
 		Matcher:      m,
 		ContextLines: args.Context,
 		MaxResults:   args.MaxResults,
@@ -175,7 +176,7 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (Output, er
 		Workers:      s.opts.Workers,
 		Expired:      func() bool { return s.now().After(deadline) },
 	}
-	res := job.Run(ctx)
+	res := widen(job.Run(ctx))
 	if !res.Complete && errors.Is(ctx.Err(), context.Canceled) {
 		return Output{}, fmt.Errorf("search canceled: %w", ctx.Err())
 	}

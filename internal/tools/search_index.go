@@ -7,36 +7,55 @@ import (
 )
 
 // A pattern with a required literal can only match in files holding that
-// literal, and the code index knows which files may: search_code then reads
-// those alone. What it returns must be exactly what the scan returns, so
-// nothing else changes: every file of the scope is still walked in order
-// and counted, and a file the index holds but rules out reads as an empty
-// text file (no match, not skipped). Files the index does not hold (binary,
-// too large, added since) are read as before, so what the scan says of
-// them (skipped as binary or huge) it still says.
+// literal, and the code index knows which files may: search_code then
+// reads those alone. What it returns must be exactly what the scan
+// returns, so the result is widened back to every file of the scope, in
+// order: a file the index holds but rules out counts as searched, with no
+// match and not skipped. Files the index does not hold (added since) and
+// those it lists but did not read (binary, too large: candidates for every
+// query) are searched as before, so what the scan says of them (skipped as
+// binary or huge) it still says.
 
-// narrow wraps newReader to skip the files the index rules out for m's
-// required literal. Without an index, or a literal the index can narrow
-// by, it returns newReader: the scan is today's.
-func (s *SearchCode) narrow(m *search.Matcher, newReader func() search.FileReader) func() search.FileReader {
+// narrow returns the files of the scope the index leaves to search for
+// m's required literal, and widen, which turns the result of searching
+// those into the result of searching them all. Without an index, or a
+// literal the index can narrow by, files are all of them: today's scan.
+func (s *SearchCode) narrow(m *search.Matcher, files []string) (narrowed []string, widen func(search.Result) search.Result) {
+	same := func(r search.Result) search.Result { return r }
 	idx, _ := codeIndex(s.index)
 	if idx == nil {
-		return newReader
+		return files, same
 	}
 	lits, fold, ok := m.RequiredLiterals()
 	if !ok {
-		return newReader
+		return files, same
 	}
 	cands, ok := idx.Candidates(lits, fold)
 	if !ok {
-		return newReader
+		return files, same
 	}
 	if !slices.IsSorted(cands) {
 		cands = slices.Sorted(slices.Values(cands))
 	}
 	indexed := s.indexedFiles(idx)
-	return func() search.FileReader {
-		return ruledOut{FileReader: newReader(), indexed: indexed, cands: cands}
+	var pos []int // pos[j] is the place in files of narrowed[j]
+	for i, f := range files {
+		_, held := indexed[f]
+		if _, picked := slices.BinarySearch(cands, f); picked || !held {
+			narrowed = append(narrowed, f)
+			pos = append(pos, i)
+		}
+	}
+	return narrowed, func(r search.Result) search.Result {
+		out := search.Result{Files: files, Hits: make([]search.FileHits, len(files)), Cut: r.Cut, Complete: r.Complete}
+		out.Searched = r.Searched + len(files) - len(narrowed)
+		for i := range out.Hits {
+			out.Hits[i].Done = true
+		}
+		for j, h := range r.Hits {
+			out.Hits[pos[j]] = h
+		}
+		return out
 	}
 }
 
@@ -61,21 +80,4 @@ func (s *SearchCode) indexedFiles(idx CodeIndex) map[string]struct{} {
 	}
 	s.indexed.Store(&indexedSet{commit: commit, paths: paths})
 	return paths
-}
-
-// ruledOut reads the files the index holds but did not pick (cands,
-// sorted) as empty text files, the others through the reader it wraps.
-type ruledOut struct {
-	search.FileReader
-	indexed map[string]struct{}
-	cands   []string
-}
-
-func (r ruledOut) Read(rel string, buf []byte, maxSize int64) ([]byte, search.Skip) {
-	if _, held := r.indexed[rel]; held {
-		if _, picked := slices.BinarySearch(r.cands, rel); !picked {
-			return buf[:0], search.NotSkipped
-		}
-	}
-	return r.FileReader.Read(rel, buf, maxSize)
 }
