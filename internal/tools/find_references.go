@@ -61,15 +61,7 @@ func (f *FindReferences) Definition() Definition {
 }
 
 // Describe implements Describer: "NewServer in internal/".
-func (f *FindReferences) Describe(input json.RawMessage) string {
-	a, _ := parseArgsForm(input)
-	var b strings.Builder
-	b.WriteString(a.str("name"))
-	if p := a.str("path"); p != "" {
-		b.WriteString(" in " + p)
-	}
-	return a.rest(&b)
-}
+func (f *FindReferences) Describe(input json.RawMessage) string { return describeSymbol(input) }
 
 // Run implements Tool.
 func (f *FindReferences) Run(ctx context.Context, input json.RawMessage) (Output, error) {

@@ -63,7 +63,12 @@ func (f *FindSymbol) Definition() Definition {
 }
 
 // Describe implements Describer: "Client.Do (method) in internal/".
-func (f *FindSymbol) Describe(input json.RawMessage) string {
+func (f *FindSymbol) Describe(input json.RawMessage) string { return describeSymbol(input) }
+
+// describeSymbol is the short form of a call about one name: "name
+// (kind) in path", the kind and path when given, then the other
+// arguments.
+func describeSymbol(input json.RawMessage) string {
 	a, _ := parseArgsForm(input)
 	var b strings.Builder
 	b.WriteString(a.str("name"))

@@ -238,20 +238,14 @@ func buildIndex(t testing.TB, dir, commit string) *index.Index {
 func TestSearchCodeThroughTheNextCommitsIndex(t *testing.T) {
 	r := gitexectest.Init(t, "")
 	first := strings.TrimSpace(r.Commit(gitexectest.Commit{Write: map[string]string{"a.go": "package a // Needle\n"}}))
+	old := buildIndex(t, r.Dir, first)
+	second := strings.TrimSpace(r.Commit(gitexectest.Commit{Write: map[string]string{"b.go": "package b // Needle\n"}}))
+	next := buildIndex(t, r.Dir, second)
 	ws, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	old, err := index.Build(t.Context(), ws, first, index.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := strings.TrimSpace(r.Commit(gitexectest.Commit{Write: map[string]string{"b.go": "package b // Needle\n"}}))
-	next, err := index.Build(t.Context(), ws, second, index.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	current := tools.CodeIndex(old)
 	s := tools.NewSearchCode(ws, tools.Options{Index: func() (tools.CodeIndex, string) { return current, "" }})
 	search := func() string {
