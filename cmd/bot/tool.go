@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -59,7 +60,8 @@ func firstSentence(s string) string {
 // arguments, "{}" when left out. What is not a known tool or not JSON is a
 // usage error.
 func toolCall(pos []string) (tools.Call, error) {
-	names := tools.NewRegistry(tools.Default(nil, tools.Options{})...).Names()
+	reg := tools.NewRegistry(tools.Default(nil, tools.Options{})...)
+	names := reg.Names()
 	if len(pos) > 2 {
 		return tools.Call{}, usageError{fmt.Sprintf(`bot tool takes a tool name and its arguments as one JSON object, got %d arguments; quote the JSON: bot tool search_code '{"pattern": "x"}'`, len(pos))}
 	}
@@ -72,9 +74,25 @@ func toolCall(pos []string) (tools.Call, error) {
 	}
 	var obj map[string]any
 	if err := json.Unmarshal([]byte(args), &obj); err != nil || obj == nil {
-		return tools.Call{}, usageError{fmt.Sprintf(`the arguments of %s must be one JSON object, e.g. '{"path": "README.md"}': %v`, name, cmp.Or(err, fmt.Errorf("got %s", args)))}
+		return tools.Call{}, usageError{fmt.Sprintf(`the arguments of %s must be one JSON object with the keys %s (see bot tool): %v`, name, argKeys(reg, name), cmp.Or(err, fmt.Errorf("got %s", args)))}
 	}
 	return tools.Call{ID: "cli", Name: name, Input: json.RawMessage(args)}, nil
+}
+
+// argKeys names the arguments of tool name, from its schema.
+func argKeys(reg *tools.Registry, name string) string {
+	for _, d := range reg.Definitions() {
+		if d.Name != name {
+			continue
+		}
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		_ = json.Unmarshal(d.Parameters, &schema)
+		keys := slices.Sorted(maps.Keys(schema.Properties))
+		return strings.Join(keys, ", ")
+	}
+	return ""
 }
 
 // runTool runs one tool call over the repository named by --in (or the

@@ -87,7 +87,7 @@ func TestToolCommand(t *testing.T) {
 		{name: "two repositories and no --in", env: configured, args: []string{"tool", "glob", `{"pattern":"*.go"}`}, code: 2, stderr: "pick one with --in NAME: alpha, beta"},
 		{name: "an unknown repository", env: configured, args: []string{"tool", "--in", "gamma", "glob", `{"pattern":"*.go"}`}, code: 1, stderr: `"gamma"`},
 		{name: "an unknown tool", args: []string{"tool", "--repo", repo, "rm_rf", "{}"}, code: 2, stderr: `unknown tool "rm_rf"`},
-		{name: "arguments that are not JSON", args: []string{"tool", "--repo", repo, "glob", "*.go"}, code: 2, stderr: "must be one JSON object"},
+		{name: "arguments that are not JSON", args: []string{"tool", "--repo", repo, "find_symbol", "Backoff"}, code: 2, stderr: "must be one JSON object with the keys kind, name, path"},
 		{name: "a JSON array", args: []string{"tool", "--repo", repo, "glob", "[1]"}, code: 2, stderr: "must be one JSON object"},
 		{name: "too many arguments", args: []string{"tool", "--repo", repo, "glob", "{}", "{}"}, code: 2, stderr: "quote the JSON"},
 		{name: "--repo and --in", env: configured, args: []string{"tool", "--repo", repo, "--in", "alpha", "glob", "{}"}, code: 2, stderr: "give one"},
