@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,39 @@ func TestSymbolToolsStopAtTheDeadline(t *testing.T) {
 		if err != nil || !strings.Contains(out.Text, "The call's time ran out before the scan was done") {
 			t.Errorf("%s: %v\n%s", tool.Definition().Name, err, out.Text)
 		}
+	}
+}
+
+// A name defined more often than a result shows is capped, with counts,
+// and the refs are the definitions shown, each with its lines.
+func TestSymbolToolsCapAndRefs(t *testing.T) {
+	files := map[string]string{}
+	for i := range 12 {
+		files[fmt.Sprintf("p%02d/a.go", i)] = fmt.Sprintf("package p%02d\n\n// Open opens.\nfunc Open() {\n\tOpen()\n}\n", i)
+	}
+	ws := wsNew(t, wsGitDir(t, files), WorkspaceOptions{})
+	out, err := NewFindSymbol(ws, Options{}).Run(t.Context(), json.RawMessage(`{"name":"Open"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.Text, "12 definitions, showing 10; narrow with kind or path\n") || len(out.Refs) != 10 {
+		t.Fatalf("%d refs:\n%s", len(out.Refs), out.Text)
+	}
+	if got, want := out.Refs[0], (Ref{Path: "p00/a.go", Start: 4, End: 6}); got != want {
+		t.Errorf("first ref %+v, want %+v", got, want)
+	}
+	out, err = NewFindReferences(ws, Options{}).Run(t.Context(), json.RawMessage(`{"name":"Open","path":"p03"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Ref{{Path: "p03/a.go", Start: 4, End: 4}}; !slices.Equal(out.Refs, want) {
+		t.Errorf("find_references refs %+v, want %+v\n%s", out.Refs, want, out.Text)
+	}
+	out, err = NewRepoMap(ws, Options{}).Run(t.Context(), json.RawMessage(`{"path":"p01"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Ref{{Path: "p01/a.go"}}; !slices.Equal(out.Refs, want) {
+		t.Errorf("repo_map refs %+v, want %+v\n%s", out.Refs, want, out.Text)
 	}
 }
