@@ -49,7 +49,7 @@ func shortCommit(c string) string { return c[:min(len(c), 12)] }
 type fileData struct {
 	path  string
 	skip  bool  // not indexed at all: denied, secret, not a regular file
-	size  int64 // bytes of text indexed, or -1
+	size  int64 // bytes of text indexed, or why not (notHuge …)
 	grams []uint32
 	syms  []symbols.Symbol
 	ids   []ident
@@ -240,7 +240,7 @@ const binarySniff = 8 << 10
 // that must stop the build (the secret blobs unknown, ctx done) is
 // returned.
 func (r *reader) read(ctx context.Context, rel string, d *fileData) ([]byte, error) {
-	d.size = -1
+	d.size = notRead
 	f, fi, err := r.ws.OpenContent(ctx, rel)
 	switch {
 	case errors.Is(err, tools.ErrSecretsUnknown):
@@ -257,10 +257,27 @@ func (r *reader) read(ctx context.Context, rel string, d *fileData) ([]byte, err
 	}
 	defer f.Close()
 	if fi.Size() > r.maxSize {
+		d.size = notHuge
 		return nil, nil
 	}
-	src, err := io.ReadAll(io.LimitReader(f, r.maxSize+1))
-	if err != nil || int64(len(src)) > r.maxSize || bytes.IndexByte(src[:min(len(src), binarySniff)], 0) >= 0 {
+	// Sized from fstat, with a byte to spare to see a file that grew.
+	src := make([]byte, fi.Size()+1)
+	n, err := io.ReadFull(f, src)
+	src = src[:n]
+	switch {
+	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF):
+		return nil, nil
+	case n > int(fi.Size()):
+		if rest, err := io.ReadAll(io.LimitReader(f, r.maxSize+1-int64(n))); err == nil {
+			src = append(src, rest...)
+		}
+	}
+	switch {
+	case int64(len(src)) > r.maxSize:
+		d.size = notHuge
+		return nil, nil
+	case bytes.IndexByte(src[:min(len(src), binarySniff)], 0) >= 0:
+		d.size = notBinary
 		return nil, nil
 	}
 	d.size = int64(len(src))
@@ -320,9 +337,10 @@ func (a *assembler) add(data []fileData) {
 }
 
 func (a *assembler) finish(commit, note string) *Index {
-	ix := &Index{commit: commit, note: note, files: a.files, syms: a.syms, nOccs: a.occs.n}
+	ix := &Index{commit: commit, note: note, files: a.files, syms: a.syms, nOccs: a.occs.n, diskBytes: new(atomic.Int64)}
 	ix.gramKeys, ix.grams = a.grams.finish()
 	ix.names, ix.occs = a.occs.finish()
 	ix.derive()
+	ix.rank()
 	return ix
 }

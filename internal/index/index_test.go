@@ -1,9 +1,16 @@
 package index
 
 import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/symbols"
@@ -46,7 +53,7 @@ func main() {
 // wallRepo is a repository with code, and with secrets every way the wall
 // knows: a .env, a key file, and the .env's content committed once more
 // under a public name.
-func wallRepo(t *testing.T) (*tools.Workspace, string) {
+func wallRepo(t testing.TB) (*tools.Workspace, string) {
 	t.Helper()
 	r := gitexectest.Init(t, "")
 	r.Commit(gitexectest.Commit{Write: map[string]string{
@@ -56,7 +63,14 @@ func wallRepo(t *testing.T) (*tools.Workspace, string) {
 		".env":           envSecret,
 		"deploy.key":     "-----BEGIN KEY-----\nhunter2-index-secret\n",
 		"data.bin":       "\x00\x01hunter2-index-secret",
+		// Names that look like options to ctags.
+		"--help.js": "function helpMe() {}\n",
+		"-x.py":     "def dash_me():\n    pass\n",
 	}})
+	// A symlink to the secret, under a public name.
+	if err := os.Symlink(".env", filepath.Join(r.Dir, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
 	head := r.Commit(gitexectest.Commit{Write: map[string]string{"notes.txt": envSecret, "big.txt": strings.Repeat("hunter2-index-secret padding\n", 100)}})
 	ws, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{})
 	if err != nil {
@@ -66,7 +80,7 @@ func wallRepo(t *testing.T) (*tools.Workspace, string) {
 	return ws, head
 }
 
-func build(t *testing.T, ws *tools.Workspace, commit string, opts Options) *Index {
+func build(t testing.TB, ws *tools.Workspace, commit string, opts Options) *Index {
 	t.Helper()
 	if opts.MaxFileBytes == 0 {
 		opts.MaxFileBytes = 1000
@@ -78,7 +92,7 @@ func build(t *testing.T, ws *tools.Workspace, commit string, opts Options) *Inde
 	return ix
 }
 
-var secretPaths = []string{".env", "deploy.key", "notes.txt"}
+var secretPaths = []string{".env", "deploy.key", "notes.txt", "link.txt"}
 
 // checkWall fails when any answer of ix names a secret file.
 func checkWall(t *testing.T, ix *Index) {
@@ -115,6 +129,10 @@ func TestBuildWall(t *testing.T) {
 	got, ok := ix.Candidates([]string{"hunter2-index-secret"}, false)
 	if want := []string{"big.txt", "data.bin"}; !ok || !slices.Equal(got, want) {
 		t.Errorf("Candidates = %v, %v; want %v", got, ok, want)
+	}
+	binary, huge, unreadable := ix.Unindexed()
+	if !slices.Equal(binary, []string{"data.bin"}) || !slices.Equal(huge, []string{"big.txt"}) || len(unreadable) != 0 {
+		t.Errorf("Unindexed = %v, %v, %v; want [data.bin], [big.txt], []", binary, huge, unreadable)
 	}
 }
 
@@ -164,6 +182,8 @@ func TestBuildQueries(t *testing.T) {
 		{"Cart.checkout", false, []string{"py/cart.py:member:checkout"}},
 		{"CHECKOUT", true, []string{"py/cart.py:member:checkout"}},
 		{"nothing", true, nil},
+		{"helpMe", false, []string{"--help.js:function:helpMe"}},
+		{"dash_me", false, []string{"-x.py:function:dash_me"}},
 	} {
 		if got := where(ix.Definitions(tc.name, tc.fold)); !slices.Equal(got, tc.want) {
 			t.Errorf("Definitions(%q, %v) = %v, want %v", tc.name, tc.fold, got, tc.want)
@@ -189,8 +209,8 @@ func TestBuildQueries(t *testing.T) {
 	for _, f := range files {
 		order = append(order, f.Path)
 	}
-	if len(files) == 0 || files[0].Path != "shop/client.go" || files[0].Refs != 5 {
-		t.Errorf("Files: first %+v, want shop/client.go with 5 references (Client twice, Name once, Do twice) (order %v)", files[0], order)
+	if len(files) == 0 || files[0].Path != "shop/client.go" || files[0].Refs != 1 {
+		t.Errorf("Files: first %+v, want shop/client.go with 1 reference (Client in cmd/main.go; members, Python and the file itself do not count) (order %v)", files[0], order)
 	}
 	if ix.Note() != "" {
 		t.Errorf("Note = %q, want none with ctags installed", ix.Note())
@@ -210,5 +230,62 @@ func TestBuildWithoutCtags(t *testing.T) {
 		if len(ix.Definitions("Client", false)) != 1 || len(ix.Definitions("Cart", false)) != 0 {
 			t.Errorf("Ctags %q: Go symbols should be there, Python ones not", opt)
 		}
+	}
+}
+
+// TestBuildCtagsHangs: a ctags that never answers costs its batch's
+// symbols and a note, not the build.
+func TestBuildCtagsHangs(t *testing.T) {
+	ws, head := wallRepo(t)
+	fake := filepath.Join(t.TempDir(), "ctags")
+	script := "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; *--list-languages*) exit 0;; esac\nexec sleep 60\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ix := build(t, ws, head, Options{Ctags: fake, CtagsTimeout: time.Second})
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("Build took %v with a hanging ctags", d)
+	}
+	if want := "ctags failed on some files: their symbols are missing"; ix.Note() != want {
+		t.Errorf("Note = %q, want %q", ix.Note(), want)
+	}
+	if len(ix.Definitions("Client", false)) != 1 || len(ix.Definitions("Cart", false)) != 0 {
+		t.Error("Go symbols should be there, Python ones not")
+	}
+}
+
+// TestConcurrentQueries: an index answers from many goroutines at once,
+// including the parts it works out on first use.
+func TestConcurrentQueries(t *testing.T) {
+	ws, head := wallRepo(t)
+	ix := build(t, ws, head, Options{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			ix.Candidates([]string{"Client"}, true)
+			ix.Definitions("client.do", true)
+			ix.References("Client")
+			ix.Files()
+			ix.WithWorkspace(ws).Files()
+		})
+	}
+	wg.Wait()
+}
+
+// TestBuildCanceled: Build stops with the context's error.
+func TestBuildCanceled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	dir, _ := randomTree(t, rng, 2000)
+	ws := workspace(t, dir, tools.WorkspaceOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Build(ctx, ws, "x", Options{Ctags: "off"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Build with a canceled context = %v, want context.Canceled", err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 5*time.Millisecond)
+	defer cancel()
+	if _, err := Build(ctx, ws, "x", Options{Ctags: "off", Workers: 1}); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Build past its deadline = %v, want context.DeadlineExceeded or a finished index", err)
 	}
 }

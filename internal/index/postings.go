@@ -1,9 +1,9 @@
 package index
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
-	"strings"
 )
 
 // Posting lists are kept as they are stored: one byte slice per kind of
@@ -41,9 +41,6 @@ func (l *lists) get(i int) []byte {
 
 // appendList adds a list after the last one.
 func (l *lists) appendList(b []byte) {
-	if len(l.offs) == 0 {
-		l.offs = append(l.offs, 0)
-	}
 	l.data = append(l.data, b...)
 	l.offs = append(l.offs, uint32(len(l.data)))
 }
@@ -130,96 +127,84 @@ func decodeOccs(b []byte, n int, fn func(occ)) {
 	}
 }
 
+// builder collects one posting list per key, for files added in id
+// order, and hands them over sorted by key.
+type builder[K cmp.Ordered] struct {
+	idx  map[K]int32
+	keys []K
+	bufs [][]byte
+}
+
+// slot returns the index of k's list, and whether k is new.
+func (b *builder[K]) slot(k K) (int32, bool) {
+	if i, ok := b.idx[k]; ok {
+		return i, false
+	}
+	if b.idx == nil {
+		b.idx = map[K]int32{}
+	}
+	i := int32(len(b.keys))
+	b.idx[k] = i
+	b.keys = append(b.keys, k)
+	b.bufs = append(b.bufs, nil)
+	return i, true
+}
+
+// finish returns the keys, sorted, and their lists in one buffer.
+func (b *builder[K]) finish() ([]K, lists) {
+	order := make([]int32, len(b.keys))
+	size := 0
+	for i := range order {
+		order[i] = int32(i)
+		size += len(b.bufs[i])
+	}
+	slices.SortFunc(order, func(x, y int32) int { return cmp.Compare(b.keys[x], b.keys[y]) })
+	keys := make([]K, len(order))
+	l := lists{offs: make([]uint32, 1, len(order)+1), data: make([]byte, 0, size)}
+	for k, i := range order {
+		keys[k] = b.keys[i]
+		l.appendList(b.bufs[i])
+	}
+	return keys, l
+}
+
 // gramBuilder collects the trigram lists of files added in id order.
 type gramBuilder struct {
-	idx  map[uint32]int32
-	keys []uint32
-	bufs [][]byte
+	builder[uint32]
 	encs []fileEncoder
 }
 
-func newGramBuilder() *gramBuilder { return &gramBuilder{idx: map[uint32]int32{}} }
+func newGramBuilder() *gramBuilder { return &gramBuilder{} }
 
 func (g *gramBuilder) add(file uint32, grams []uint32) {
 	for _, t := range grams {
-		i, ok := g.idx[t]
-		if !ok {
-			i = int32(len(g.keys))
-			g.idx[t] = i
-			g.keys = append(g.keys, t)
-			g.bufs = append(g.bufs, nil)
+		i, isNew := g.slot(t)
+		if isNew {
 			g.encs = append(g.encs, fileEncoder{})
 		}
 		g.bufs[i] = g.encs[i].add(g.bufs[i], file)
 	}
 }
 
-// finish returns the sorted trigrams and their lists.
-func (g *gramBuilder) finish() ([]uint32, lists) {
-	order := make([]int32, len(g.keys))
-	size := 0
-	for i := range order {
-		order[i] = int32(i)
-		size += len(g.bufs[i])
-	}
-	slices.SortFunc(order, func(a, b int32) int { return int(int64(g.keys[a]) - int64(g.keys[b])) })
-	keys := make([]uint32, len(order))
-	l := lists{offs: make([]uint32, 0, len(order)+1), data: make([]byte, 0, size)}
-	for k, i := range order {
-		keys[k] = g.keys[i]
-		l.appendList(g.bufs[i])
-	}
-	if len(order) == 0 {
-		l.offs = append(l.offs, 0)
-	}
-	return keys, l
-}
-
 // occBuilder collects the occurrence lists of files added in id order.
 type occBuilder struct {
-	idx   map[string]int32
-	names []string
-	bufs  [][]byte
-	encs  []occEncoder
-	n     int // entries
+	builder[string]
+	encs []occEncoder
+	n    int // entries
 }
 
-func newOccBuilder() *occBuilder { return &occBuilder{idx: map[string]int32{}} }
+func newOccBuilder() *occBuilder { return &occBuilder{} }
 
 // add takes a file's identifiers sorted by name and line, one per line.
 func (o *occBuilder) add(file uint32, ids []ident) {
 	for _, id := range ids {
-		i, ok := o.idx[id.name]
-		if !ok {
-			i = int32(len(o.names))
-			o.idx[id.name] = i
-			o.names = append(o.names, id.name)
-			o.bufs = append(o.bufs, nil)
+		i, isNew := o.slot(id.name)
+		if isNew {
 			o.encs = append(o.encs, occEncoder{})
 		}
 		o.bufs[i] = o.encs[i].add(o.bufs[i], occ{file: file, line: id.line, def: id.def})
 		o.n++
 	}
-}
-
-func (o *occBuilder) finish() ([]string, lists) {
-	order := make([]int32, len(o.names))
-	size := 0
-	for i := range order {
-		order[i] = int32(i)
-		size += len(o.bufs[i])
-	}
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(o.names[a], o.names[b]) })
-	names := make([]string, len(order))
-	l := lists{offs: make([]uint32, 0, len(order)+1), data: make([]byte, 0, size)}
-	for k, i := range order {
-		names[k] = o.names[i]
-		l.appendList(o.bufs[i])
-	}
-	if len(order) == 0 {
-		l.offs = append(l.offs, 0)
-	}
-	return names, l
 }
 
 // intersect returns the ids in both sorted a and b, in a's storage.

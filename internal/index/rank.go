@@ -6,6 +6,7 @@ import (
 	"io"
 	"path"
 	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -14,26 +15,55 @@ import (
 )
 
 // Files returns every indexed file with its symbols, most referenced
-// first, then by path. A file's Refs counts the uses of the names it
-// defines in other files: a name defined in k files gives each of them
-// 1/k of its uses (so "String", defined everywhere, lifts no file), and a
-// Go name that is not exported counts only within its own directory, the
-// only place Go lets it be used. Computed once, on first call; the slice
-// is shared: do not change it.
+// first, then by path. A file's Refs counts the lines, in other files, using
+// the top-level names it defines (members' names, such as String or Name,
+// say too little about who is meant), of three bytes or more. A name
+// defined in k files gives each of them 1/k of its uses; a Go name is
+// counted in Go files only and another language's outside them; a Go name
+// that is not exported counts only within its own directory, and one
+// defined in a test file only in that directory's test files, the only
+// places Go lets them be used; files under testdata neither define nor
+// use. The counts are worked out when the index is built (and saved with
+// it); the list is sorted on the first call and shared: do not change it.
 func (ix *Index) Files() []tools.FileSymbols {
-	ix.ranked.Do(func() {
-		refs := ix.refCounts()
+	l := ix.lazy
+	l.rankOnce.Do(func() {
 		out := make([]tools.FileSymbols, len(ix.files))
 		for id, f := range ix.files {
-			out[id] = tools.FileSymbols{Path: f.path, Refs: int(refs[id] + 0.5), Symbols: ix.syms[f.symStart:f.symEnd:f.symEnd]}
+			out[id] = tools.FileSymbols{Path: f.path, Refs: int(f.refs), Symbols: ix.syms[f.symStart:f.symEnd:f.symEnd]}
 		}
 		slices.SortStableFunc(out, func(a, b tools.FileSymbols) int { return cmp.Compare(b.Refs, a.Refs) })
-		ix.rankedList = out
+		l.ranked = out
 	})
-	return ix.rankedList
+	return l.ranked
+}
+
+// minRankName: shorter names (i, x, ok, db) are mostly local variables
+// that happen to share a top-level name, and are not counted.
+const minRankName = 3
+
+// rankFile is what ranking needs to know of a file.
+type rankFile struct {
+	dir      string
+	goFile   bool
+	testdata bool
+}
+
+// rank sets each file's refs (see Files); the index is built or updated
+// with them, so a query never waits for them, and saved with them.
+func (ix *Index) rank() {
+	for id, r := range ix.refCounts() {
+		ix.files[id].refs = int32(min(r+0.5, 1<<31-1))
+	}
 }
 
 func (ix *Index) refCounts() []float64 {
+	files := make([]rankFile, len(ix.files))
+	for id, f := range ix.files {
+		dir := path.Dir(f.path)
+		files[id] = rankFile{dir: dir, goFile: path.Ext(f.path) == ".go",
+			testdata: dir == "testdata" || strings.HasPrefix(dir, "testdata/") || strings.Contains(dir, "/testdata")}
+	}
 	refs := make([]float64, len(ix.files))
 	type use struct {
 		file uint32
@@ -41,26 +71,41 @@ func (ix *Index) refCounts() []float64 {
 	}
 	var uses []use
 	var definers []uint32
+	next := 0 // ix.names and ix.byName are both in name order: walk them together
 	for i, name := range ix.names {
-		defs := ix.byName[name]
-		if len(defs) == 0 {
+		for next < len(ix.byName) && ix.syms[ix.byName[next]].Name < name {
+			next++
+		}
+		end := next
+		for end < len(ix.byName) && ix.syms[ix.byName[end]].Name == name {
+			end++
+		}
+		defs := ix.byName[next:end]
+		next = end
+		if len(name) < minRankName || len(defs) == 0 {
 			continue
 		}
 		definers = definers[:0]
-		local := true // every definition is an unexported Go name
+		local, tests := true, true // every definition is an unexported Go name; in a Go test file
 		for _, s := range defs {
+			sym := &ix.syms[s]
 			id := ix.fileOf(s)
-			if len(definers) == 0 || definers[len(definers)-1] != id {
-				definers = append(definers, id)
+			if sym.Container != "" || files[id].testdata {
+				continue
 			}
-			if ix.syms[s].Lang != "go" || isExported(name) {
-				local = false
-			}
+			definers = append(definers, id)
+			goName := sym.Lang == "go"
+			local = local && goName && !isExported(name)
+			tests = tests && goName && sym.Test
 		}
+		if len(definers) == 0 {
+			continue
+		}
+		slices.Sort(definers)
 		definers = slices.Compact(definers)
 		uses = uses[:0]
 		decodeOccs(ix.occs.get(i), len(ix.files), func(o occ) {
-			if o.def {
+			if o.def || files[o.file].testdata {
 				return
 			}
 			if n := len(uses); n > 0 && uses[n-1].file == o.file {
@@ -71,9 +116,11 @@ func (ix *Index) refCounts() []float64 {
 		})
 		share := 1 / float64(len(definers))
 		for _, d := range definers {
-			dir := path.Dir(ix.files[d].path)
+			def := files[d]
 			for _, u := range uses {
-				if u.file == d || local && path.Dir(ix.files[u.file].path) != dir {
+				user := files[u.file]
+				if u.file == d || user.goFile != def.goFile || (local || tests) && user.dir != def.dir ||
+					tests && !strings.HasSuffix(ix.files[u.file].path, "_test.go") {
 					continue
 				}
 				refs[d] += float64(u.n) * share

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,12 +32,19 @@ var ErrNoCtags = errors.New("universal-ctags is not installed")
 // file, or a file the caller did not read can never reach it, and the
 // checkout's configuration cannot either (--options=NONE: no .ctags.d, no
 // ~/.ctags, no environment). Each batch of files runs in its own process
-// with a timeout, and at most MaxOutput bytes of its output are read.
+// with a timeout, under a cap on its address space when prlimit
+// (util-linux) is installed to set one without a shell, and at most
+// MaxOutput bytes of its output are read.
 //
 // A Ctags is safe for concurrent use.
 type Ctags struct {
 	path    string
 	sandbox bool
+	prlimit string // prlimit's path, or "" to run ctags without a cap
+	off     string // the --languages option turning off notCode, or ""
+	// MaxMemory caps a ctags process's address space, when prlimit is
+	// there; zero means 1 GiB.
+	MaxMemory int64
 	// Timeout bounds one batch (one process); zero means 30s.
 	Timeout time.Duration
 	// MaxOutput bounds the bytes read from one batch; zero means 64 MiB.
@@ -77,7 +86,48 @@ func NewCtags(ctx context.Context, name string, timeout time.Duration) (*Ctags, 
 	if !features["json"] || !features["interactive"] {
 		return nil, fmt.Errorf("%w: %s lacks JSON output or the interactive mode (universal-ctags 5.9 or later has both)", ErrNoCtags, path)
 	}
-	return &Ctags{path: path, sandbox: features["sandbox"], Timeout: timeout}, nil
+	c := &Ctags{path: path, sandbox: features["sandbox"], Timeout: timeout}
+	langs, err := command(ctx, path, "--options=NONE", "--list-languages").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s --list-languages: %v", ErrNoCtags, path, err)
+	}
+	c.off = offLanguages(string(langs))
+	if p, err := exec.LookPath("prlimit"); err == nil {
+		c.prlimit = p
+	}
+	return c, nil
+}
+
+// notCode are the languages ctags reads that are data, configuration or
+// prose: their keys and headings are not definitions anyone looks for
+// with find_symbol, and a large JSON fixture would bury the code's.
+var notCode = []string{
+	"Ant", "AnsiblePlaybook", "Asciidoc", "BibTeX", "DBusIntrospect", "Diff", "DTD", "Gdbinit", "Glade",
+	"HTML", "Iniconf", "JavaProperties", "JSON", "Man", "Markdown", "Maven2", "Passwd", "PlistXML", "Pod",
+	"PythonLoggingConfig", "QemuHX", "RelaxNG", "ReStructuredText", "RpmMacros", "RpmSpec", "SVG",
+	"SystemdUnit", "Tex", "TeXBeamer", "Txt2tags", "XML", "Yaml", "YumRepo",
+}
+
+// offLanguages is the option turning off those of notCode this ctags
+// knows (naming one it does not know is an error), given its
+// --list-languages output.
+func offLanguages(list string) string {
+	known := map[string]bool{}
+	for line := range strings.SplitSeq(list, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			known[f[0]] = true
+		}
+	}
+	var off []string
+	for _, l := range notCode {
+		if known[l] {
+			off = append(off, l)
+		}
+	}
+	if len(off) == 0 {
+		return ""
+	}
+	return "--languages=-" + strings.Join(off, ",")
 }
 
 // command is ctags with no environment of the caller's and run outside
@@ -157,7 +207,18 @@ func (c *Ctags) batch(ctx context.Context, files []Source, out []File) error {
 	if c.sandbox {
 		mode += "=sandbox"
 	}
-	cmd := command(ctx, c.path, "--options=NONE", mode, "--output-format=json", "--fields=+nKSela-P")
+	args := []string{"--options=NONE", mode, "--output-format=json", "--sort=no", "--fields=+nKSela-P"}
+	if c.off != "" {
+		args = append(args, c.off)
+	}
+	cmd := command(ctx, c.path, args...)
+	if c.prlimit != "" {
+		limit := c.MaxMemory
+		if limit <= 0 {
+			limit = 1 << 30
+		}
+		cmd = command(ctx, c.prlimit, append([]string{"--as=" + strconv.FormatInt(limit, 10), "--", c.path}, args...)...)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return fmt.Errorf("ctags: %w", err)
@@ -220,6 +281,9 @@ func (c *Ctags) read(r io.Reader, files []Source, out []File) error {
 		}
 		switch t.Type {
 		case "completed":
+			if i < len(out) {
+				sortByLine(out[i].Symbols)
+			}
 			i++
 			lines = nil
 			continue
@@ -242,6 +306,12 @@ func (c *Ctags) read(r io.Reader, files []Source, out []File) error {
 		return fmt.Errorf("output ended after %d of %d files (limit or crash)", i, len(files))
 	}
 	return nil
+}
+
+// sortByLine puts a file's symbols in line order; ctags writes them in
+// its own order (sorted by name, or as its parser finds them).
+func sortByLine(syms []Symbol) {
+	slices.SortStableFunc(syms, func(a, b Symbol) int { return a.Line - b.Line })
 }
 
 func ctagsSymbol(t ctagsLine, f Source, lines []int) Symbol {

@@ -32,11 +32,15 @@ func TestCtagsTags(t *testing.T) {
 		{"shop/cart.py", []byte("# A cart.\nclass Cart:\n    # Add one item.\n    def add(self, item):\n        return item\n\n    def _secret(self):\n        pass\n")},
 		// Names that look like options are labels, never arguments.
 		{"-x.py", []byte("def dash():\n    pass\n")},
-		{"--help.js", []byte("function help(a) {}\n")},
+		{"--help.js", []byte("function help(a) {}\nfunction abc() {}\n")},
 		{"--options=/etc/passwd.rb", []byte("class Opt\nend\n")},
 		{"bin.dat", []byte("\x00\x01\x02\xff\xfe def not_this():\n")},
 		{"empty.c", nil},
 		{"tests/test_cart.py", []byte("def test_add():\n    pass\n")},
+		// Data and prose: no symbols.
+		{"package.json", []byte("{\"name\": \"shop\", \"version\": 1}\n")},
+		{"README.md", []byte("# Shop\n\n## Install\n")},
+		{"ci.yaml", []byte("jobs:\n  build: {}\n")},
 		{"big.py", huge},
 	}
 	got, err := c.Tags(t.Context(), files)
@@ -63,6 +67,7 @@ func TestCtagsTags(t *testing.T) {
 		{"_secret", "member", "Cart", "def _secret(self):", "", "python", 7, 8, false, false},
 		{"dash", "function", "", "def dash():", "", "python", 1, 2, true, false},
 		{"help", "function", "", "function help(a) {}", "", "javascript", 1, 1, true, false},
+		{"abc", "function", "", "function abc() {}", "", "javascript", 2, 2, true, false},
 		{"Opt", "class", "", "class Opt", "", "ruby", 1, 2, true, false},
 		{"test_add", "function", "", "def test_add():", "", "python", 1, 2, true, true},
 		{"last_one", "function", "", "def last_one():", "", "python", 300002, 300003, true, false},
@@ -77,7 +82,7 @@ func TestCtagsTags(t *testing.T) {
 func fakeCtags(t *testing.T, body string) string {
 	t.Helper()
 	dir := t.TempDir()
-	script := "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; esac\n" + body + "\n"
+	script := "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; *--list-languages*) printf 'Python\\nJSON\\n'; exit 0;; esac\n" + body + "\n"
 	path := filepath.Join(dir, "ctags")
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -119,10 +124,11 @@ func TestCtagsHostile(t *testing.T) {
 
 func TestNewCtagsMissing(t *testing.T) {
 	for name, path := range map[string]string{
-		"not on PATH": "askrepo-no-such-ctags",
-		"exuberant":   fakeCtagsPlain(t, "#!/bin/sh\necho 'ctags: unknown option'; exit 1\n"),
-		"no json":     fakeCtagsPlain(t, "#!/bin/sh\nprintf 'interactive\\n'\n"),
-		"hangs":       fakeCtagsPlain(t, "#!/bin/sh\nexec sleep 60\n"),
+		"not on PATH":  "askrepo-no-such-ctags",
+		"exuberant":    fakeCtagsPlain(t, "#!/bin/sh\necho 'ctags: unknown option'; exit 1\n"),
+		"no json":      fakeCtagsPlain(t, "#!/bin/sh\nprintf 'interactive\\n'\n"),
+		"no languages": fakeCtagsPlain(t, "#!/bin/sh\ncase \"$*\" in *--list-features*) printf 'json\\ninteractive\\n'; exit 0;; esac\nexit 1\n"),
+		"hangs":        fakeCtagsPlain(t, "#!/bin/sh\nexec sleep 60\n"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewCtags(t.Context(), path, time.Second)
@@ -140,4 +146,49 @@ func fakeCtagsPlain(t *testing.T, script string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestCtagsMemoryCap: with prlimit there, a ctags that needs more memory
+// than its cap fails its batch instead of growing.
+func TestCtagsMemoryCap(t *testing.T) {
+	c := realCtags(t)
+	if c.prlimit == "" {
+		t.Skip("no prlimit here")
+	}
+	c.MaxMemory = 4 << 20 // too little to even load ctags
+	got, err := c.Tags(t.Context(), []Source{{"a.py", []byte("def a():\n    pass\n")}})
+	if err == nil || len(got[0].Symbols) != 0 {
+		t.Errorf("Tags under a 4 MiB cap = %+v, %v; want an error", got, err)
+	}
+}
+
+// TestCtagsHangsOnPATH: the ctags found on PATH (the default) is held to
+// the same timeout.
+func TestCtagsHangsOnPATH(t *testing.T) {
+	fake := fakeCtags(t, "exec sleep 60")
+	t.Setenv("PATH", filepath.Dir(fake)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	c, err := NewCtags(t.Context(), "", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.path != fake {
+		t.Fatalf("found %s, want the fake %s", c.path, fake)
+	}
+	start := time.Now()
+	if _, err := c.Tags(t.Context(), []Source{{"a.py", []byte("x = 1\n")}}); err == nil {
+		t.Error("a hanging ctags gave no error")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v: the timeout did not stop it", d)
+	}
+}
+
+func TestOffLanguages(t *testing.T) {
+	got := offLanguages("Ada\nJSON\nMarkdown\nOldC [disabled]\nPython\n")
+	if want := "--languages=-JSON,Markdown"; got != want {
+		t.Errorf("offLanguages = %q, want %q", got, want)
+	}
+	if got := offLanguages("Python\n"); got != "" {
+		t.Errorf("offLanguages with none to turn off = %q, want \"\"", got)
+	}
 }

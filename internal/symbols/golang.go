@@ -50,6 +50,8 @@ func Go(path string, src []byte) (File, error) {
 			Generated: ast.IsGenerated(f),
 		},
 		defs: map[*ast.Ident]bool{},
+		// About one identifier per ten bytes of Go: grown once, if at all.
+		ids: make([]Ident, 0, len(src)/10),
 	}
 	for _, d := range f.Decls {
 		r.decl(d)
@@ -68,7 +70,7 @@ type goReader struct {
 	defs  map[*ast.Ident]bool // identifiers that define a name
 }
 
-func (r *goReader) line(p token.Pos) int { return r.fset.Position(p).Line }
+func (r *goReader) line(p token.Pos) int { return r.fset.PositionFor(p, false).Line }
 
 func (r *goReader) add(name *ast.Ident, kind, container string, start, end token.Pos, doc *ast.CommentGroup) {
 	r.defs[name] = true

@@ -152,3 +152,21 @@ func TestLines(t *testing.T) {
 		}
 	}
 }
+
+// TestGoLineDirectives: lines are the file's own, not what a //line
+// comment claims (yacc and cgo output have them).
+func TestGoLineDirectives(t *testing.T) {
+	src := "package p\n\n//line parser.y:100\nfunc Parse() {}\n"
+	f, err := Go("p/parse.go", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Symbols) != 1 || f.Symbols[0].Line != 4 || f.Symbols[0].Signature != "func Parse() {}" {
+		t.Errorf("symbols = %+v, want Parse at line 4", f.Symbols)
+	}
+	for _, id := range f.Idents {
+		if id.Name == "Parse" && id.Line != 4 {
+			t.Errorf("Parse occurs at line %d, want 4", id.Line)
+		}
+	}
+}

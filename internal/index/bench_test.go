@@ -1,0 +1,203 @@
+package index
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// The benchmarks index Go's own src/ (skipped when it is not there):
+//
+//	go test -run XXX -bench . -benchtime 1x -benchmem ./internal/index/
+
+func goSrc(b *testing.B) string {
+	b.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Skipf("go env GOROOT: %v", err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(out)), "src")
+	if _, err := os.Stat(filepath.Join(src, "net/http/server.go")); err != nil {
+		b.Skipf("no Go source tree at %s", src)
+	}
+	return src
+}
+
+var (
+	srcOnce  sync.Once
+	srcIndex *Index
+	srcErr   error
+)
+
+// builtSrc is an index of Go's src/, built once for the query benchmarks.
+func builtSrc(b *testing.B) *Index {
+	src := goSrc(b)
+	srcOnce.Do(func() {
+		ws, err := tools.NewWorkspace(src, tools.WorkspaceOptions{})
+		if err != nil {
+			srcErr = err
+			return
+		}
+		srcIndex, srcErr = Build(b.Context(), ws, "src", Options{})
+	})
+	if srcErr != nil {
+		b.Fatal(srcErr)
+	}
+	return srcIndex
+}
+
+func BenchmarkBuild(b *testing.B) {
+	src := goSrc(b)
+	ws, err := tools.NewWorkspace(src, tools.WorkspaceOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	var ix *Index
+	for b.Loop() {
+		if ix, err = Build(b.Context(), ws, "src", Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	path := filepath.Join(b.TempDir(), "index")
+	if err := ix.Save(path); err != nil {
+		b.Fatal(err)
+	}
+	s := ix.Stats()
+	b.ReportMetric(float64(s.Files), "files")
+	b.ReportMetric(float64(s.TextBytes)/1e6, "MB-text")
+	b.ReportMetric(float64(s.DiskBytes)/1e6, "MB-disk")
+	b.ReportMetric(float64(s.DiskBytes)/float64(s.TextBytes), "disk/text")
+	b.ReportMetric(float64(s.Symbols), "symbols")
+	b.ReportMetric(float64(s.Occurrences), "occurrences")
+	b.Logf("note %q", ix.Note())
+}
+
+func BenchmarkLoad(b *testing.B) {
+	ix := builtSrc(b)
+	path := filepath.Join(b.TempDir(), "index")
+	if err := ix.Save(path); err != nil {
+		b.Fatal(err)
+	}
+	var loaded *Index
+	for b.Loop() {
+		var err error
+		if loaded, err = Load(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// What holding the index costs: the live heap with it, against
+	// without it.
+	_ = ix
+	runtime.GC()
+	var with, without runtime.MemStats
+	runtime.ReadMemStats(&with)
+	runtime.KeepAlive(loaded)
+	loaded = nil
+	runtime.GC()
+	runtime.ReadMemStats(&without)
+	b.ReportMetric(float64(with.HeapAlloc-without.HeapAlloc)/1e6, "MB-heap-held")
+}
+
+// BenchmarkUpdate10 updates the index of a copy of src/ after 10 Go files
+// changed.
+func BenchmarkUpdate10(b *testing.B) {
+	src := goSrc(b)
+	dir := filepath.Join(b.TempDir(), "src")
+	if out, err := exec.Command("cp", "-r", src, dir).CombinedOutput(); err != nil {
+		b.Fatalf("cp: %v: %s", err, out)
+	}
+	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{FilesTTL: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	prev, err := Build(b.Context(), ws, "before", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	changed := []string{
+		"net/http/server.go", "net/http/client.go", "fmt/print.go", "os/file.go", "strings/strings.go",
+		"bytes/bytes.go", "io/io.go", "sort/sort.go", "errors/errors.go", "context/context.go",
+	}
+	for i, p := range changed {
+		f, err := os.OpenFile(filepath.Join(dir, p), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(f, "\nfunc BenchmarkAdded%d() {}\n", i)
+		f.Close()
+	}
+	var ix *Index
+	for b.Loop() {
+		if ix, err = Update(b.Context(), prev, ws, "after", changed, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(ix.Definitions("BenchmarkAdded3", false)) != 1 {
+		b.Error("the update lost a new function")
+	}
+}
+
+func BenchmarkCandidates(b *testing.B) {
+	ix := builtSrc(b)
+	for _, lits := range [][]string{{"NewServeMux"}, {"func (c *Client) Do("}, {"http", "Handler"}, {"return"}} {
+		b.Run(strings.Join(lits, "+"), func(b *testing.B) {
+			var n int
+			for b.Loop() {
+				got, _ := ix.Candidates(lits, false)
+				n = len(got)
+			}
+			b.ReportMetric(float64(n), "files")
+			b.ReportMetric(float64(n-len(ix.unread)), "text-files")
+		})
+	}
+}
+
+func BenchmarkDefinitions(b *testing.B) {
+	ix := builtSrc(b)
+	ix.folded()
+	for b.Loop() {
+		ix.Definitions("Client.Do", false)
+		ix.Definitions("newservemux", true)
+	}
+}
+
+// BenchmarkRank is the ranking's share of a build or an update.
+func BenchmarkRank(b *testing.B) {
+	ix := builtSrc(b)
+	for b.Loop() {
+		ix.rank()
+	}
+}
+
+// BenchmarkFiles is the first call of Files on a loaded index.
+func BenchmarkFiles(b *testing.B) {
+	ix := builtSrc(b)
+	for b.Loop() {
+		ix.lazy = &lazy{}
+		ix.Files()
+	}
+}
+
+// BenchmarkReferences reads the lines of every occurrence through the
+// workspace: "err" is in most Go files of src/, "NewServeMux" in a few.
+func BenchmarkReferences(b *testing.B) {
+	ix := builtSrc(b)
+	for _, name := range []string{"NewServeMux", "Handler", "err"} {
+		b.Run(name, func(b *testing.B) {
+			var n int
+			for b.Loop() {
+				n = len(ix.References(name))
+			}
+			b.ReportMetric(float64(n), "occurrences")
+		})
+	}
+}
