@@ -69,7 +69,7 @@ func TestToolCommand(t *testing.T) {
 			name:     "a repository of BOT_CONFIG by name",
 			env:      configured,
 			args:     []string{"tool", "--in", "beta", "repo_map"},
-			contains: []string{"Map of the repository: 3 of 3 files, most referenced first", "retry/backoff.go (1 ref)\n  func Backoff(n int) int { return 1 << n }\n"},
+			contains: []string{"Map of the repository: ", "most referenced first", "retry/backoff.go (1 ref)\n  func Backoff(n int) int { return 1 << n }\n"},
 		},
 		{
 			name:     "text from the repository is escaped",
