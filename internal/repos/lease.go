@@ -60,8 +60,11 @@ func (l *Lease) Index() (tools.CodeIndex, string) {
 		return nil, noteIndexNoCommit
 	}
 	idx, note := l.indexes.lookup(l.index)
-	if idx != nil && l.local {
-		idx = localIndex{CodeIndex: idx, edited: l.edited}
+	if in, ok := idx.(inexact); ok || (idx != nil && l.edited) {
+		if ok {
+			idx = in.CodeIndex
+		}
+		idx = localIndex{idx}
 	}
 	return idx, note
 }
@@ -136,7 +139,7 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 			// The commit its HEAD is at now is the current one, and pinned
 			// in the same step.
 			pinned = m.setIndexCommit(r, l.Commit, true)
-			l.edited = localEdited(ctx, l.git)
+			l.edited = filesDiffer(ctx, s.ws)
 		}
 	}
 	m.holdIndex(r, l, pinned)
