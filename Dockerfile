@@ -1,6 +1,7 @@
 # askrepo: a static Go binary on a small Alpine base with git (the tools run
-# git ls-files for gitignore-exact listings, and the git history tools) and
-# ssh (for ssh:// and git@host: repositories).
+# git ls-files for gitignore-exact listings, and the git history tools), ssh
+# (for ssh:// and git@host: repositories) and universal-ctags (the code
+# index's definitions in other languages than Go).
 #
 #   docker build --build-arg VERSION=v1.2.3 --build-arg COMMIT=$(git rev-parse HEAD) -t askrepo .
 #   docker run --rm --env-file .env -v "$PWD:/repo:ro" -v askrepo-data:/data -p 8080:8080 askrepo
@@ -20,10 +21,11 @@ RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
       -o /out/bot ./cmd/bot
 
 FROM alpine:3.22
-# openssh-client: ssh remotes are cloned through ssh. The user has a home
+# openssh-client: ssh remotes are cloned through ssh. ctags is Alpine's
+# package of universal-ctags, with JSON output. The user has a home
 # for ssh's own files; host keys are kept under /data (or pinned with a
 # mounted BOT_SSH_KNOWN_HOSTS file), never only in the container.
-RUN apk add --no-cache git openssh-client ca-certificates tzdata \
+RUN apk add --no-cache git openssh-client ctags ca-certificates tzdata \
  && adduser -D -h /home/askrepo -u 10001 askrepo \
  && mkdir -p /data /repo && chown askrepo /data \
  && git config --system --add safe.directory '*'

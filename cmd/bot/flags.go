@@ -22,6 +22,7 @@ var flagSpecs = []flagSpec{
 	{"data-dir", "BOT_DATA_DIR", "DIR", "where durable state and cloned repositories live"},
 	{"http-addr", "BOT_HTTP_ADDR", "ADDR", "listener for /healthz and /metrics"},
 	{"max-steps", "BOT_MAX_STEPS", "N", "model requests per answer"},
+	{"in", "", "NAME", "the repository of BOT_CONFIG to run on (bot tool)"},
 	{"env-file", "", "FILE", "read settings from this .env file; without it ./.env is read unless it is inside a repository being answered about"},
 	{"v", "", "", "log debug details to stderr (sets BOT_LOG_LEVEL=debug)"},
 }
@@ -31,6 +32,7 @@ type flags struct {
 	cmd     command
 	fs      *flag.FlagSet
 	envFile string
+	in      string // --in: a repository of BOT_CONFIG by name
 	verbose bool
 }
 
@@ -46,6 +48,8 @@ func newFlags(cmd command) *flags {
 			f.fs.BoolVar(&f.verbose, s.name, false, s.help)
 		case "env-file":
 			f.fs.StringVar(&f.envFile, s.name, "", s.help)
+		case "in":
+			f.fs.StringVar(&f.in, s.name, "", s.help)
 		default:
 			f.fs.String(s.name, "", s.help)
 		}
@@ -148,7 +152,10 @@ func (f *flags) printHelp(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-18s %s\n", left, help)
 	}
-	if f.cmd.args {
+	switch {
+	case f.cmd.name == "tool":
+		fmt.Fprintln(w, "\nFlags may come before or after the tool's name and arguments; -- ends them.")
+	case f.cmd.args:
 		fmt.Fprintln(w, "\nFlags may come before or after the question; -- ends them.")
 	}
 }

@@ -219,3 +219,14 @@ func sameLiteral(lit requiredLiteral, seq []litRune) bool {
 	}
 	return true
 }
+
+// RequiredLiterals returns text that every match of the pattern contains,
+// for an index to pick the files worth searching: with fold set, ASCII
+// case-insensitively (the texts are then lower-case ASCII). ok is false when
+// the pattern has no such text, and every file must be searched.
+func (m *Matcher) RequiredLiterals() (lits []string, fold, ok bool) {
+	if !m.hasLit {
+		return nil, false, false
+	}
+	return []string{string(m.lit.text)}, m.lit.fold, true
+}

@@ -197,3 +197,36 @@ func TestFoldFinder(t *testing.T) {
 		})
 	}
 }
+
+// RequiredLiterals gives an index what the prefilter searches for, after
+// the flags search_code adds: literal=true quotes the pattern, ignore_case
+// folds it.
+func TestRequiredLiterals(t *testing.T) {
+	tests := []struct {
+		pattern         string
+		literal, ignore bool
+		want            string // "" means none
+		fold            bool
+	}{
+		{pattern: `NewServer(`, literal: true, want: "NewServer("},
+		{pattern: `\w+Error\(`, want: "Error("},
+		{pattern: `NewServer`, ignore: true, want: "erver", fold: true}, // s folds to ſ
+		{pattern: `[A-Z][a-z]+\(`, want: "("},                           // too short for an index, which says so
+		{pattern: `foo|bar`},
+		{pattern: `.*`},
+	}
+	for _, tc := range tests {
+		m, err := Compile(tc.pattern, tc.literal, tc.ignore)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lits, fold, ok := m.RequiredLiterals()
+		got := ""
+		if ok {
+			got = lits[0]
+		}
+		if got != tc.want || fold != tc.fold || ok != (tc.want != "") {
+			t.Errorf("RequiredLiterals(%q) = %q, %v, %v; want %q, %v", tc.pattern, lits, fold, ok, tc.want, tc.fold)
+		}
+	}
+}

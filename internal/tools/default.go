@@ -12,7 +12,8 @@ type Options struct {
 	Search SearchCodeOptions
 	// Index, when set, gives the tools the code index of the checkout's
 	// commit (see CodeIndex): search_code narrows its scan through it, and
-	// the symbol tools answer from it.
+	// find_symbol, find_references and repo_map answer from it. Without
+	// one they scan.
 	Index IndexSource
 }
 
@@ -21,7 +22,8 @@ var _ = []interface {
 	Tool
 	Summarizer
 	Describer
-}{(*ListFiles)(nil), (*ReadFile)(nil), (*SearchCode)(nil), (*Glob)(nil), (*GitLog)(nil), (*GitShow)(nil), (*GitBlame)(nil)}
+}{(*ListFiles)(nil), (*ReadFile)(nil), (*SearchCode)(nil), (*Glob)(nil), (*GitLog)(nil), (*GitShow)(nil), (*GitBlame)(nil),
+	(*FindSymbol)(nil), (*FindReferences)(nil), (*RepoMap)(nil)}
 
 // Default returns the tools the service gives the model, every one over
 // ws. Every checkout gets the same set, so the definitions sent with each
@@ -36,5 +38,8 @@ func Default(ws *Workspace, opts Options) []Tool {
 		NewGitLog(ws, opts),
 		NewGitShow(ws, opts),
 		NewGitBlame(ws, opts),
+		NewFindSymbol(ws, opts),
+		NewFindReferences(ws, opts),
+		NewRepoMap(ws, opts),
 	}
 }

@@ -38,7 +38,7 @@ func TestDefaultSet(t *testing.T) {
 	for _, tool := range Default(ws, Options{}) {
 		names = append(names, tool.Definition().Name)
 	}
-	want := []string{ListFilesName, ReadFileName, SearchCodeName, GlobName, GitLogName, GitShowName, GitBlameName}
+	want := []string{ListFilesName, ReadFileName, SearchCodeName, GlobName, GitLogName, GitShowName, GitBlameName, FindSymbolName, FindReferencesName, RepoMapName}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("Default (-want +got):\n%s", diff)
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/search"
@@ -60,13 +61,18 @@ type SearchCodeOptions struct {
 // workspace's listable files (git's ignore rules, no deny-listed files),
 // fast enough to stand in for ripgrep. It is safe for concurrent use.
 type SearchCode struct {
-	ws   *Workspace
-	opts SearchCodeOptions
-	now  func() time.Time // the budget clock; tests step it per file
+	ws    *Workspace
+	opts  SearchCodeOptions
+	index IndexSource      // narrows the files read; nil scans them all
+	now   func() time.Time // the budget clock; tests step it per file
+	// indexed caches the file set of the last index asked (see
+	// indexedFiles).
+	indexed atomic.Pointer[indexedSet]
 }
 
 // NewSearchCode returns the search_code tool over ws, configured by
-// opts.Search.
+// opts.Search, reading only the files opts.Index says may match when it
+// gives an index.
 func NewSearchCode(ws *Workspace, all Options) *SearchCode {
 	opts := all.Search
 	if opts.Timeout <= 0 {
@@ -78,7 +84,7 @@ func NewSearchCode(ws *Workspace, all Options) *SearchCode {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	return &SearchCode{ws: ws, opts: opts, now: time.Now}
+	return &SearchCode{ws: ws, opts: opts, index: all.Index, now: time.Now}
 }
 
 // Describe implements Describer: "\"retry\" in internal/ (*.go)", then
@@ -159,8 +165,9 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (Output, er
 	}
 	readers, closeRoot := s.readers()
 	defer closeRoot()
+	files, widen := s.narrow(m, filterInclude(scope.files, args.Include))
 	job := search.Job{
-		Files:        filterInclude(scope.files, args.Include),
+		Files:        files,
 		NewReader:    filter.wrap(readers),
 		Matcher:      m,
 		ContextLines: args.Context,
@@ -169,7 +176,7 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (Output, er
 		Workers:      s.opts.Workers,
 		Expired:      func() bool { return s.now().After(deadline) },
 	}
-	res := job.Run(ctx)
+	res := widen(job.Run(ctx))
 	if !res.Complete && errors.Is(ctx.Err(), context.Canceled) {
 		return Output{}, fmt.Errorf("search canceled: %w", ctx.Err())
 	}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/agent"
+	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/gitexec"
+	"github.com/askrepo/askrepo/internal/index"
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// bot tool runs one tool the way the model's call runs it, to see what the
+// model sees: the same set (tools.Default) in the same registry, with the
+// same output limit and per-call timeout, over a lease on the checkout.
+// Output is the result's content, as the model reads it.
+
+// listTools prints every tool with the first sentence of its description.
+// The definitions do not depend on a checkout, so none is opened.
+func listTools(out io.Writer) error {
+	reg := tools.NewRegistry(tools.Default(nil, tools.Options{})...)
+	width := 0
+	for _, n := range reg.Names() {
+		width = max(width, len(n))
+	}
+	for _, d := range reg.Definitions() {
+		fmt.Fprintf(out, "%-*s  %s\n", width, d.Name, firstSentence(d.Description))
+	}
+	fmt.Fprint(out, "\nRun one: bot tool NAME '{\"arg\": …}' (see bot tool --help).\n")
+	return nil
+}
+
+// firstSentence is s up to the end of its first sentence: a ". " that
+// does not end an abbreviation ("e.g. ").
+func firstSentence(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	for from := 0; ; {
+		i := strings.Index(s[from:], ". ")
+		if i < 0 {
+			return s
+		}
+		end := from + i + 1
+		if !strings.HasSuffix(s[:end], "e.g.") && !strings.HasSuffix(s[:end], "i.e.") {
+			return s[:end]
+		}
+		from = end
+	}
+}
+
+// toolCall is the tool and arguments a command line names: NAME, and JSON
+// arguments, "{}" when left out. What is not a known tool or not JSON is a
+// usage error.
+func toolCall(pos []string) (tools.Call, error) {
+	reg := tools.NewRegistry(tools.Default(nil, tools.Options{})...)
+	names := reg.Names()
+	if len(pos) > 2 {
+		return tools.Call{}, usageError{fmt.Sprintf(`bot tool takes a tool name and its arguments as one JSON object, got %d arguments; quote the JSON: bot tool search_code '{"pattern": "x"}'`, len(pos))}
+	}
+	name, args := pos[0], "{}"
+	if len(pos) == 2 {
+		args = pos[1]
+	}
+	if !slices.Contains(names, name) {
+		return tools.Call{}, usageError{fmt.Sprintf("unknown tool %q; the tools are: %s (bot tool lists them)", name, strings.Join(names, ", "))}
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(args), &obj); err != nil || obj == nil {
+		return tools.Call{}, usageError{fmt.Sprintf(`the arguments of %s must be one JSON object with the keys %s (see bot tool): %v`, name, argKeys(reg, name), cmp.Or(err, fmt.Errorf("got %s", args)))}
+	}
+	return tools.Call{ID: "cli", Name: name, Input: json.RawMessage(args)}, nil
+}
+
+// argKeys names the arguments of tool name, from its schema.
+func argKeys(reg *tools.Registry, name string) string {
+	for _, d := range reg.Definitions() {
+		if d.Name != name {
+			continue
+		}
+		var schema struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		_ = json.Unmarshal(d.Parameters, &schema)
+		keys := slices.Sorted(maps.Keys(schema.Properties))
+		return strings.Join(keys, ", ")
+	}
+	return ""
+}
+
+// runTool runs one tool call over the repository named by --in (or the
+// only one configured) and prints its result. It builds the code index of
+// the leased commit first, in this process, saying so on a terminal
+// (progress); when that fails the tools scan, as they do in a turn whose
+// index is not ready.
+func runTool(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, repo string, pos []string, progress bool, out, errOut *screen) error {
+	call, err := toolCall(pos)
+	if err != nil {
+		return err
+	}
+	log := terminalLogger(cfg, errOut)
+	c, err := newCore(ctx, cfg, env, pathOnly, log, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if repo == "" {
+		names := c.repos.Repos()
+		if len(names) != 1 {
+			return usageError{fmt.Sprintf("BOT_CONFIG lists %d repositories; pick one with --in NAME: %s", len(names), strings.Join(names, ", "))}
+		}
+		repo = names[0]
+	}
+	lease, err := c.repos.Acquire(ctx, repo)
+	if err != nil {
+		return err
+	}
+	defer lease.Release()
+	src := buildIndex(ctx, lease.Workspace, lease.Name, lease.Commit, log, progress, errOut)
+	reg := tools.NewRegistry(tools.Default(lease.Workspace, tools.Options{Index: src})...)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(cfg.ToolTimeout, agent.DefaultToolTimeout))
+	defer cancel()
+	res := reg.Run(ctx, call)
+	io.WriteString(out, res.Content)
+	if !strings.HasSuffix(res.Content, "\n") {
+		io.WriteString(out, "\n")
+	}
+	if res.IsError {
+		return fmt.Errorf("%s failed: %s", call.Name, res.Summary)
+	}
+	return nil
+}
+
+// buildIndex builds the code index of ws at commit for this run. A
+// checkout that is not a git repository has no commit to index.
+func buildIndex(ctx context.Context, ws *tools.Workspace, repo, commit string, log *slog.Logger, progress bool, errOut *screen) tools.IndexSource {
+	if commit == "" {
+		return func() (tools.CodeIndex, string) {
+			return nil, "The checkout is not a git repository, so it has no code index; these results come from a scan of the files."
+		}
+	}
+	start := time.Now()
+	if progress {
+		errOut.style(dim, fmt.Sprintf("Indexing %s@%s…", repo, gitexec.ShortCommit(commit)))
+		errOut.Flush()
+	}
+	idx, err := index.Build(ctx, ws, commit, index.Options{Logger: log})
+	if progress {
+		if err == nil {
+			st := idx.Stats()
+			errOut.style(dim, fmt.Sprintf(" %d files, %d symbols in %.1fs\n", st.Files, st.Symbols, time.Since(start).Seconds()))
+		} else {
+			errOut.style(dim, " failed\n")
+		}
+	}
+	if err != nil {
+		log.Warn("code index not built; the tools scan", "repo", repo, "err", err)
+		return func() (tools.CodeIndex, string) {
+			return nil, "The code index could not be built for this commit; these results come from a scan of the files."
+		}
+	}
+	return func() (tools.CodeIndex, string) { return idx, "" }
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/termsafe"
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// toolRepo is a committed checkout with a definition, its uses, a secret,
+// and a file whose text would move a terminal's cursor if printed raw.
+func toolRepo(t *testing.T) string {
+	t.Helper()
+	r := gitexectest.Init(t, "")
+	r.Commit(gitexectest.Commit{Write: map[string]string{
+		"README.md":        "# Widget\n\nWidget turns sprockets into widgets.\n",
+		"retry/backoff.go": "package retry\n\n// Backoff doubles the wait.\nfunc Backoff(n int) int { return 1 << n }\n",
+		"retry/use.go":     "package retry\n\nvar first = Backoff(1)\n",
+		"evil.txt":         "Backoff \x1b[2J\x1b]0;pwned\x07 here\n",
+		".env":             "SECRET=hunter2\n",
+	}, Force: true})
+	return r.Dir
+}
+
+// runBot runs the bot's command line as main does, and returns what it
+// printed and its exit status.
+func runBot(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), args, envMap(env), strings.NewReader(""), &out, &errOut)
+	code = exitCode(&errOut, err)
+	return out.String(), errOut.String(), code
+}
+
+func TestToolCommand(t *testing.T) {
+	repo := toolRepo(t)
+	other := toolRepo(t)
+	cfgFile := filepath.Join(t.TempDir(), "askrepo.yaml")
+	writeTestFile(t, cfgFile, fmt.Sprintf("repos:\n  - name: alpha\n    path: %s\n    channels: [\"*\"]\n  - name: beta\n    path: %s\n    channels: [\"*\"]\n", repo, other))
+	configured := map[string]string{"BOT_CONFIG": cfgFile, "BOT_DATA_DIR": t.TempDir()}
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		code     int
+		want     string // all of stdout; "" checks nothing
+		contains []string
+		stderr   string // part of stderr
+	}{
+		{
+			name: "find_symbol through the index",
+			args: []string{"tool", "--repo", repo, "find_symbol", `{"name":"Backoff"}`},
+			want: "1 definition\n\nretry/backoff.go:4  func  func Backoff(n int) int { return 1 << n }\n    Backoff doubles the wait.\n",
+		},
+		{
+			name: "find_references, REPO_PATH, flags after the arguments",
+			env:  map[string]string{"REPO_PATH": repo},
+			args: []string{"tool", "find_references", `{"name":"Backoff"}`, "-v"},
+			want: "2 references to \"Backoff\" in 2 files\n\nretry/backoff.go\n  4 [def]: func Backoff(n int) int { return 1 << n }\nretry/use.go\n  3: var first = Backoff(1)\n",
+		},
+		{
+			name:     "a repository of BOT_CONFIG by name",
+			env:      configured,
+			args:     []string{"tool", "--in", "beta", "repo_map"},
+			contains: []string{"Map of the repository: 3 of 3 files, most referenced first", "retry/backoff.go (1 ref)\n  func Backoff(n int) int { return 1 << n }\n"},
+		},
+		{
+			name:     "text from the repository is escaped",
+			args:     []string{"tool", "--repo", repo, "search_code", `{"pattern":"Backoff \\x1b","include":"*.txt"}`},
+			contains: []string{"evil.txt:1: Backoff "},
+		},
+		{
+			name:   "a tool's error: printed, exit status 1",
+			args:   []string{"tool", "--repo", repo, "read_file", `{"path":"../../etc/passwd"}`},
+			code:   1,
+			want:   "outside the workspace: \"../../etc/passwd\"; give a path relative to the repository root, such as \"README.md\" or \"src/main.go\"\n",
+			stderr: "bot: read_file failed: outside the workspace\n",
+		},
+		{name: "a denied file", args: []string{"tool", "--repo", repo, "read_file", `{"path":".env"}`}, code: 1, stderr: "read_file failed: denied"},
+		{name: "two repositories and no --in", env: configured, args: []string{"tool", "glob", `{"pattern":"*.go"}`}, code: 2, stderr: "pick one with --in NAME: alpha, beta"},
+		{name: "an unknown repository", env: configured, args: []string{"tool", "--in", "gamma", "glob", `{"pattern":"*.go"}`}, code: 1, stderr: `"gamma"`},
+		{name: "an unknown tool", args: []string{"tool", "--repo", repo, "rm_rf", "{}"}, code: 2, stderr: `unknown tool "rm_rf"`},
+		{name: "arguments that are not JSON", args: []string{"tool", "--repo", repo, "find_symbol", "Backoff"}, code: 2, stderr: "must be one JSON object with the keys kind, name, path"},
+		{name: "a JSON array", args: []string{"tool", "--repo", repo, "glob", "[1]"}, code: 2, stderr: "must be one JSON object"},
+		{name: "too many arguments", args: []string{"tool", "--repo", repo, "glob", "{}", "{}"}, code: 2, stderr: "quote the JSON"},
+		{name: "--repo and --in", env: configured, args: []string{"tool", "--repo", repo, "--in", "alpha", "glob", "{}"}, code: 2, stderr: "give one"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runBot(t, tc.env, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit status %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errOut)
+			}
+			if tc.want != "" && out != tc.want {
+				t.Errorf("stdout\n%s\nwant\n%s", out, tc.want)
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(out, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, out)
+				}
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, errOut)
+			}
+			if strings.ContainsAny(out+errOut, "\x1b\x07") || strings.Contains(out+errOut, "hunter2") {
+				t.Errorf("raw control bytes or the secret printed:\n%q\n%q", out, errOut)
+			}
+		})
+	}
+}
+
+// bot tool prints the registry's content for the call, byte for byte: what
+// the model reads, escaped for the terminal as everything the bot prints.
+func TestToolCommandPrintsWhatTheModelReads(t *testing.T) {
+	repo := toolRepo(t)
+	ws, err := tools.NewWorkspace(repo, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	reg := tools.NewRegistry(tools.Default(ws, tools.Options{})...)
+	for _, c := range []struct{ name, args string }{
+		{"search_code", `{"pattern":"Back\\w+"}`},
+		{"read_file", `{"path":"retry/backoff.go","offset":3}`},
+		{"list_files", `{}`},
+		{"git_log", `{}`},
+	} {
+		want := termsafe.String(reg.Run(context.Background(), tools.Call{Name: c.name, Input: json.RawMessage(c.args)}).Content)
+		out, errOut, code := runBot(t, nil, "tool", "--repo", repo, c.name, c.args)
+		if code != 0 || out != want {
+			t.Errorf("bot tool %s %s: exit %d, stderr %q\n%s\nwant\n%s", c.name, c.args, code, errOut, out, want)
+		}
+	}
+}
+
+func TestToolCommandLists(t *testing.T) {
+	out, _, code := runBot(t, nil, "tool")
+	if code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+	for _, name := range []string{"find_symbol", "find_references", "repo_map", "search_code", "read_file", "glob", "git_blame"} {
+		if !strings.Contains(out, "\n"+name+" ") && !strings.HasPrefix(out, name+" ") {
+			t.Errorf("the list lacks %s:\n%s", name, out)
+		}
+	}
+	if strings.Contains(out, "e.g.\n") {
+		t.Errorf("a description cut at an abbreviation:\n%s", out)
+	}
+}

@@ -1,0 +1,5 @@
+package tools
+
+// SymbolFiles are the files the symbol tools' tests run on, for the tests
+// through the real index (package tools_test, which may import it).
+var SymbolFiles = symbolFiles
