@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/askrepo/askrepo/internal/search"
+	"github.com/askrepo/askrepo/internal/ctxio"
 	"github.com/askrepo/askrepo/internal/symbols"
 )
 
@@ -225,7 +226,7 @@ func readContent(ctx context.Context, ws *Workspace, rel string, maxSize int64) 
 	if fi.Size() > maxSize {
 		return nil, false
 	}
-	src, err := io.ReadAll(io.LimitReader(ctxReader{ctx: ctx, r: f}, maxSize+1))
+	src, err := io.ReadAll(io.LimitReader(ctxio.Reader{Ctx: ctx, R: f}, maxSize+1))
 	if err != nil || int64(len(src)) > maxSize || slices.Contains(src[:min(len(src), binarySniff)], 0) {
 		return nil, false
 	}
