@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/askrepo/askrepo/internal/search"
 	"github.com/askrepo/askrepo/internal/ctxio"
+	"github.com/askrepo/askrepo/internal/search"
 	"github.com/askrepo/askrepo/internal/symbols"
 )
 
