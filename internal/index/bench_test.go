@@ -1,6 +1,8 @@
 package index
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,6 +35,7 @@ func goSrc(b *testing.B) string {
 var (
 	srcOnce  sync.Once
 	srcIndex *Index
+	srcWS    *tools.Workspace
 	srcErr   error
 )
 
@@ -40,12 +43,11 @@ var (
 func builtSrc(b *testing.B) *Index {
 	src := goSrc(b)
 	srcOnce.Do(func() {
-		ws, err := tools.NewWorkspace(src, tools.WorkspaceOptions{})
-		if err != nil {
-			srcErr = err
+		srcWS, srcErr = tools.NewWorkspace(src, tools.WorkspaceOptions{})
+		if srcErr != nil {
 			return
 		}
-		srcIndex, srcErr = Build(b.Context(), ws, "src", Options{})
+		srcIndex, srcErr = Build(context.Background(), srcWS, "src", Options{})
 	})
 	if srcErr != nil {
 		b.Fatal(srcErr)
@@ -157,6 +159,28 @@ func BenchmarkCandidates(b *testing.B) {
 			}
 			b.ReportMetric(float64(n), "files")
 			b.ReportMetric(float64(n-len(ix.unread)), "text-files")
+		})
+	}
+}
+
+// BenchmarkSearchCode is search_code through the index, as a turn runs it
+// once the index of its commit is ready (the file list cached, as between
+// commits): a selective literal, and a regular expression with a literal
+// part.
+func BenchmarkSearchCode(b *testing.B) {
+	ix := builtSrc(b)
+	tool := tools.NewSearchCode(srcWS, tools.Options{Index: func() (tools.CodeIndex, string) { return ix, "" }})
+	for _, args := range []string{`{"pattern": "NewServeMux", "literal": true}`, `{"pattern": "func \\(c \\*Client\\) Do\\("}`} {
+		b.Run(args, func(b *testing.B) {
+			var head string
+			for b.Loop() {
+				out, err := tool.Run(b.Context(), json.RawMessage(args))
+				if err != nil {
+					b.Fatal(err)
+				}
+				head, _, _ = strings.Cut(out.Text, "\n")
+			}
+			b.Log(head)
 		})
 	}
 }
