@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/askrepo/askrepo/bench/internal/procstat"
 	"github.com/askrepo/askrepo/internal/index"
 	"github.com/askrepo/askrepo/internal/tools"
 )
@@ -71,7 +72,7 @@ func run() error {
 		return err
 	}
 	built, cpu := time.Since(start), cpuTime()-cpu0
-	peak := procKB("VmHWM:")
+	peak := procstat.KB("VmHWM:")
 	tmp, err := os.MkdirTemp("", "indexq")
 	if err != nil {
 		return err
@@ -86,7 +87,7 @@ func run() error {
 	fmt.Printf("build: %d files, %.0f MB of text, %d symbols, %d occurrences in %.1f s wall, %.1f s CPU; peak RSS %d MB\n",
 		st.Files, float64(st.TextBytes)/1e6, st.Symbols, st.Occurrences, built.Seconds(), cpu.Seconds(), peak/1024)
 	fmt.Printf("disk: %.0f MB (%.2fx the text); RSS holding it %d MB\n",
-		float64(st.DiskBytes)/1e6, float64(st.DiskBytes)/float64(st.TextBytes), procKB("VmRSS:")/1024)
+		float64(st.DiskBytes)/1e6, float64(st.DiskBytes)/float64(st.TextBytes), procstat.KB("VmRSS:")/1024)
 
 	reg := tools.NewRegistry(tools.Default(ws, tools.Options{
 		Index: func() (tools.CodeIndex, string) { return idx, "" },
@@ -133,22 +134,10 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	return sorted[min(len(sorted)-1, (len(sorted)*p+99)/100-1)]
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
 
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// procKB reads a field of /proc/self/status, in kB.
-func procKB(field string) int {
-	data, _ := os.ReadFile("/proc/self/status")
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			return kb
-		}
-	}
-	return 0
 }

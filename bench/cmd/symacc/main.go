@@ -200,6 +200,8 @@ func goDefs(dir string) ([]def, error) {
 }
 
 // recvName is the type name of a method's receiver: T in T, *T, T[K], (*T).
+// It is written here again, not taken from internal/symbols, so that what
+// the sample expects is read independently of the index it checks.
 func recvName(x ast.Expr) string {
 	for {
 		switch t := x.(type) {
