@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string) error {
 	cache := fs.Bool("cache", false, "reuse the Workspace's file list between iterations, as the bot does")
 	workers := fs.Int("workers", 0, "search_code workers (0: GOMAXPROCS)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
-	data := fs.String("data", "", "search through the code index: open -dir as the service does, its index kept in DATA/index (loaded when saved there, built and saved when not), and search through it")
+	data := fs.String("data", "", "search through the code index: open -dir as the service does, its index kept in DATA/index (loaded when saved there, built and saved when not), and search through it; the file list is then cached as the service caches it, whatever -cache says")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,26 +48,11 @@ func run(ctx context.Context, args []string) error {
 		printRgGlobs()
 		return nil
 	}
-	opts := tools.WorkspaceOptions{}
-	if !*cache {
-		opts.FilesTTL = -1 // every iteration lists the files afresh, like an rg run
+	ws, src, closeWS, err := open(ctx, *dir, *data, *cache)
+	if err != nil {
+		return err
 	}
-	var ws *tools.Workspace
-	var src tools.IndexSource
-	if *data != "" {
-		lease, closeRepo, err := indexed(ctx, *dir, *data)
-		if err != nil {
-			return err
-		}
-		defer closeRepo()
-		ws, src = lease.Workspace, lease.Index
-	} else {
-		var err error
-		if ws, err = tools.NewWorkspace(*dir, opts); err != nil {
-			return err
-		}
-		defer ws.Close()
-	}
+	defer closeWS()
 	var tool tools.Tool
 	switch *mode {
 	case "search":
@@ -120,6 +105,27 @@ func run(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "%d runs: min %.1f ms, median %.1f ms, mean %.1f ms\n", len(times),
 		ms(times[0]), ms(times[len(times)/2]), ms(sum/time.Duration(len(times))))
 	return nil
+}
+
+// open opens the workspace of dir, through the service's repository
+// manager and its code index under data when data is set (indexed).
+func open(ctx context.Context, dir, data string, cache bool) (*tools.Workspace, tools.IndexSource, func(), error) {
+	if data != "" {
+		lease, closeRepo, err := indexed(ctx, dir, data)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return lease.Workspace, lease.Index, closeRepo, nil
+	}
+	opts := tools.WorkspaceOptions{}
+	if !cache {
+		opts.FilesTTL = -1 // every iteration lists the files afresh, like an rg run
+	}
+	ws, err := tools.NewWorkspace(dir, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ws, nil, func() { ws.Close() }, nil
 }
 
 // indexed opens dir as the service opens a path repository, with its code
