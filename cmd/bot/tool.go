@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -15,7 +15,7 @@ import (
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/gitexec"
-	"github.com/askrepo/askrepo/internal/index"
+	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -96,10 +96,11 @@ func argKeys(reg *tools.Registry, name string) string {
 }
 
 // runTool runs one tool call over the repository named by --in (or the
-// only one configured) and prints its result. It builds the code index of
-// the leased commit first, in this process, saying so on a terminal
-// (progress); when that fails the tools scan, as they do in a turn whose
-// index is not ready.
+// only one configured) and prints its result. It uses the code index of
+// the checkout's commit kept in BOT_DATA_DIR, building (or updating) it
+// first when there is none, and saying so on a terminal (progress); when
+// there is no index the tools scan, as they do in a turn whose index is
+// not ready.
 func runTool(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, repo string, pos []string, progress bool, out, errOut *screen) error {
 	call, err := toolCall(pos)
 	if err != nil {
@@ -118,13 +119,17 @@ func runTool(ctx context.Context, cfg config.Config, env func(string) (string, b
 		}
 		repo = names[0]
 	}
+	if cfg.Index {
+		if err := waitIndex(ctx, c.repos, repo, progress, errOut); err != nil {
+			return err
+		}
+	}
 	lease, err := c.repos.Acquire(ctx, repo)
 	if err != nil {
 		return err
 	}
 	defer lease.Release()
-	src := buildIndex(ctx, lease.Workspace, lease.Name, lease.Commit, log, progress, errOut)
-	reg := tools.NewRegistry(tools.Default(lease.Workspace, tools.Options{Index: src})...)
+	reg := tools.NewRegistry(tools.Default(lease.Workspace, tools.Options{Index: lease.Index})...)
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(cfg.ToolTimeout, agent.DefaultToolTimeout))
 	defer cancel()
 	res := reg.Run(ctx, call)
@@ -138,33 +143,31 @@ func runTool(ctx context.Context, cfg config.Config, env func(string) (string, b
 	return nil
 }
 
-// buildIndex builds the code index of ws at commit for this run. A
-// checkout that is not a git repository has no commit to index.
-func buildIndex(ctx context.Context, ws *tools.Workspace, repo, commit string, log *slog.Logger, progress bool, errOut *screen) tools.IndexSource {
-	if commit == "" {
-		return func() (tools.CodeIndex, string) {
-			return nil, "The checkout is not a git repository, so it has no code index; these results come from a scan of the files."
-		}
-	}
+// waitIndex waits for the code index of repo's current commit: loaded from
+// BOT_DATA_DIR, or built (or updated from an earlier commit's) and saved
+// there. A repository that gets none (not a git checkout) is left to the
+// tools, which scan and say why.
+func waitIndex(ctx context.Context, m *repos.Manager, repo string, progress bool, errOut *screen) error {
 	start := time.Now()
-	if progress {
-		errOut.style(dim, fmt.Sprintf("Indexing %s@%s…", repo, gitexec.ShortCommit(commit)))
-		errOut.Flush()
-	}
-	idx, err := index.Build(ctx, ws, commit, index.Options{Logger: log})
-	if progress {
-		if err == nil {
-			st := idx.Stats()
-			errOut.style(dim, fmt.Sprintf(" %d files, %d symbols in %.1fs\n", st.Files, st.Symbols, time.Since(start).Seconds()))
-		} else {
-			errOut.style(dim, " failed\n")
+	shown := false
+	for _, h := range m.Health() {
+		if progress && h.Name == repo && h.Index != nil && h.Index.State == repos.IndexBuilding {
+			errOut.style(dim, fmt.Sprintf("Indexing %s@%s…", repo, gitexec.ShortCommit(h.Index.Commit)))
+			errOut.Flush()
+			shown = true
 		}
 	}
-	if err != nil {
-		log.Warn("code index not built; the tools scan", "repo", repo, "err", err)
-		return func() (tools.CodeIndex, string) {
-			return nil, "The code index could not be built for this commit; these results come from a scan of the files."
-		}
+	h, err := m.WaitIndex(ctx, repo)
+	switch {
+	case errors.Is(err, repos.ErrNoIndex):
+		return nil
+	case err != nil:
+		return err
+	case !shown:
+	case h.State == repos.IndexReady:
+		errOut.style(dim, fmt.Sprintf(" %d files in %.1fs\n", h.Files, time.Since(start).Seconds()))
+	default:
+		errOut.style(dim, " failed\n")
 	}
-	return func() (tools.CodeIndex, string) { return idx, "" }
+	return nil
 }

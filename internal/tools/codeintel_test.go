@@ -52,6 +52,11 @@ func TestFindSymbolScan(t *testing.T) {
 			want: "1 definition\n\nlib/server.go:14  method  func (s *Server) Do() error { return nil }\n    Do handles one request.\n" + scanNote,
 		},
 		{
+			name:     "the receiver as Go writes it, and call parentheses",
+			args:     `{"name":"(*Server).Do()"}`,
+			contains: []string{"1 definition\n\nlib/server.go:14  method  func (s *Server) Do() error { return nil }\n"},
+		},
+		{
 			name:    "another case when none is exact",
 			args:    `{"name":"newserver","path":"lib"}`,
 			want:    "No definition spelled exactly \"newserver\"; these differ in case.\n1 definition\n\nlib/server.go:9  func  func NewServer(addr string) *Server\n    NewServer returns a Server on addr.\n" + scanNote,

@@ -23,7 +23,10 @@ import (
 func (s *SearchCode) narrow(m *search.Matcher, files []string) (narrowed []string, widen func(search.Result) search.Result) {
 	same := func(r search.Result) search.Result { return r }
 	idx, _ := codeIndex(s.index)
-	if idx == nil {
+	if idx == nil || s.opts.MaxFileSize < DefaultSearchMaxFileSize {
+		// The index holds the text of files up to the default size; a
+		// search with a lower limit must see which of those it skips as
+		// too large, so it reads them all.
 		return files, same
 	}
 	lits, fold, ok := m.RequiredLiterals()

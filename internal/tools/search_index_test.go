@@ -266,3 +266,19 @@ func TestSearchCodeThroughTheNextCommitsIndex(t *testing.T) {
 		t.Errorf("through the next commit's index, which picks a.go alone: %q", got)
 	}
 }
+
+// A search that skips smaller files than the index holds reads every file,
+// so what it says of the files it skips as too large is the scan's.
+func TestSearchCodeWithALowerSizeLimitScans(t *testing.T) {
+	dir, commit := searchTree(t, "strings")
+	idx := onlyNamed{CodeIndex: buildIndex(t, dir, commit), file: "strings/reader.go"}
+	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	small := tools.SearchCodeOptions{MaxFileSize: 4 << 10}
+	plain := tools.NewSearchCode(ws, tools.Options{Search: small})
+	indexed := tools.NewSearchCode(ws, tools.Options{Search: small, Index: func() (tools.CodeIndex, string) { return idx, "" }})
+	searchBoth(t, plain, indexed, map[string]any{"pattern": "func", "literal": true})
+}

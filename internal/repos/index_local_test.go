@@ -1,0 +1,94 @@
+package repos
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/index"
+)
+
+// TestIndexLocalNarrowsOnlyWhenExact: a path checkout's files may differ
+// from its commit, now or when its index read them. Its index narrows a
+// search only when neither is so (a scan must find what is there now);
+// otherwise the symbols are still served, with a note. A clone's index
+// always narrows.
+func TestIndexLocalNarrowsOnlyWhenExact(t *testing.T) {
+	real := index.Indexer{Options: index.Options{Ctags: "off"}}
+	files := map[string]string{"a.go": "package a\n\nfunc Retry() {}\n", "b.go": "package a\n"}
+	narrows := func(t *testing.T, l *Lease, want bool) {
+		t.Helper()
+		idx := leaseIndex(t, l)
+		got, ok := idx.Candidates([]string{"Retry"}, false)
+		if ok != want || ok && (len(got) != 1 || got[0] != "a.go") {
+			t.Errorf("Candidates = %q, %v; want narrowing %v (to a.go)", got, ok, want)
+		}
+		if len(idx.Definitions("Retry", false)) != 1 {
+			t.Errorf("the index lost its symbols")
+		}
+		if noted := strings.Contains(idx.Note(), "differ from its commit"); noted == want {
+			t.Errorf("Note() = %q; says the files differ: %v, want %v", idx.Note(), noted, !want)
+		}
+	}
+
+	t.Run("clone", func(t *testing.T) {
+		_, first, spec := appRemote(t, files)
+		m := newManager(t, spec, Options{Indexer: real})
+		waitIndex(t, m, "app", first, IndexReady)
+		l := acquire(t, m, "app")
+		defer l.Release()
+		narrows(t, l, true)
+	})
+
+	t.Run("path checkout", func(t *testing.T) {
+		dir := t.TempDir()
+		head := gitexectest.Init(t, dir).Commit(gitexectest.Commit{Write: files})
+		m := newManager(t, []Spec{{Name: "app", Path: dir, Channels: []string{"*"}}}, Options{Indexer: real})
+		waitIndex(t, m, "app", head, IndexReady)
+		for _, tc := range []struct {
+			name    string
+			edit    func()
+			narrows bool
+		}{
+			{"clean", func() {}, true},
+			{"a tracked file changed", func() { writeFile(t, filepath.Join(dir, "b.go"), "package a\n\nfunc Retry2() {}\n") }, false},
+			{"only a new file", func() {
+				writeFile(t, filepath.Join(dir, "b.go"), files["b.go"])
+				writeFile(t, filepath.Join(dir, "c.go"), "package a\n")
+			}, false},
+			{"clean again", func() { os.Remove(filepath.Join(dir, "c.go")) }, true},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				tc.edit()
+				l := acquire(t, m, "app")
+				defer l.Release()
+				narrows(t, l, tc.narrows)
+			})
+		}
+	})
+
+	t.Run("path checkout indexed over edits", func(t *testing.T) {
+		dir := t.TempDir()
+		head := gitexectest.Init(t, dir).Commit(gitexectest.Commit{Write: files})
+		writeFile(t, filepath.Join(dir, "b.go"), "package a\n\nfunc Edited() {}\n")
+		data := t.TempDir()
+		m := newManager(t, []Spec{{Name: "app", Path: dir, Channels: []string{"*"}}}, Options{Indexer: real, DataDir: data})
+		waitIndex(t, m, "app", head, IndexReady)
+		writeFile(t, filepath.Join(dir, "b.go"), files["b.go"]) // clean again, but the index holds the edit
+		l := acquire(t, m, "app")
+		defer l.Release()
+		narrows(t, l, false)
+		if _, err := os.Stat(filepath.Join(data, "index", "app", head)); err == nil {
+			t.Error("an index built over edits was saved, to be trusted after a restart")
+		}
+	})
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
