@@ -13,6 +13,14 @@
 # back to back, in an order that alternates between rounds; the report gives
 # each one's median and the median of the per-round ratios to rg.
 #
+# search_code runs twice per round: scanning (searchbench), as it does until
+# the index of a commit is ready, and through the code index as
+# `bot tool search_code JSON --repo TREE` runs it, a fresh process that
+# loads the index saved in its BOT_DATA_DIR (built and saved once before the
+# rounds). In-process figures through the index come from searchbench -data,
+# which opens the repository as the service does, over its own data
+# directory.
+#
 # Needs go, git and rg; installs rg with apt-get when run as root, otherwise
 # asks for it. Prints match counts from both sides so a reader can see the
 # same work was done. BASELINE is a searchbench binary built from another
@@ -40,6 +48,7 @@ need git git
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/searchbench" ./bench/cmd/searchbench
+go build -o "$work/bot" ./cmd/bot
 tree="$work/src"
 bench/gosrc.sh "$tree"
 echo "tree: $(go env GOROOT)/src ($(go version | cut -d' ' -f3)), $(git -C "$tree" ls-files | wc -l) files," \
@@ -57,6 +66,12 @@ while IFS= read -r glob; do
 done < <("$work/searchbench" -mode rg-globs)
 rg=(rg --hidden -g '!.git' "${deny[@]}" --max-filesize 2M)
 sb="$work/searchbench -dir $tree"
+sbx="$sb -data $work/data"
+bot="env BOT_DATA_DIR=$work/botdata $work/bot tool search_code"
+start=$EPOCHREALTIME
+$bot '{"pattern": "x"}' --repo "$tree" >/dev/null
+echo "bot tool: index built and saved in $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}') s: $(du -sh "$work/botdata/index" | cut -f1)"
+$sbx -args '{"pattern": "x"}' >/dev/null 2>&1
 
 # rounds NAME=COMMAND... times each command once per round, RUNS rounds
 # after WARMUP unrecorded ones, alternating the order, and prints each one's
@@ -116,8 +131,12 @@ compare() { # name, rg args..., -- search_code JSON
 	echo "search_code header:         $($sb -args "$json" 2>/dev/null | head -1)"
 	echo -n "search_code in-process, file list cached (the bot's steady state): "
 	$sb -cache -n "$RUNS" -args "$json" 2>&1 >/dev/null
+	echo "bot tool search_code:       $($bot "$json" --repo "$tree" 2>/dev/null | head -1)"
+	echo -n "search_code through the index in-process, file list cached: "
+	$sbx -cache -n "$RUNS" -args "$json" 2>&1 >/dev/null
 	local contenders=("rg=$(printf '%q ' "${rg[@]}" -c "${rgargs[@]}" "$tree")"
-		"search_code=$sb -args $(printf '%q' "$json")")
+		"search_code=$sb -args $(printf '%q' "$json")"
+		"bot tool, index=$bot $(printf '%q' "$json") --repo $tree")
 	[ -n "$BASELINE" ] && contenders+=("search_code (baseline)=$BASELINE -dir $tree -args $(printf '%q' "$json")")
 	rounds "${contenders[@]}"
 }

@@ -1,11 +1,14 @@
 package index
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +36,7 @@ func goSrc(b *testing.B) string {
 var (
 	srcOnce  sync.Once
 	srcIndex *Index
+	srcWS    *tools.Workspace
 	srcErr   error
 )
 
@@ -40,12 +44,11 @@ var (
 func builtSrc(b *testing.B) *Index {
 	src := goSrc(b)
 	srcOnce.Do(func() {
-		ws, err := tools.NewWorkspace(src, tools.WorkspaceOptions{})
-		if err != nil {
-			srcErr = err
+		srcWS, srcErr = tools.NewWorkspace(src, tools.WorkspaceOptions{})
+		if srcErr != nil {
 			return
 		}
-		srcIndex, srcErr = Build(b.Context(), ws, "src", Options{})
+		srcIndex, srcErr = Build(context.Background(), srcWS, "src", Options{})
 	})
 	if srcErr != nil {
 		b.Fatal(srcErr)
@@ -159,6 +162,65 @@ func BenchmarkCandidates(b *testing.B) {
 			b.ReportMetric(float64(n-len(ix.unread)), "text-files")
 		})
 	}
+}
+
+// BenchmarkSearchCode is search_code through the index, as a turn runs it
+// once the index of its commit is ready (the file list cached, as between
+// commits): a selective literal, and a regular expression with a literal
+// part.
+func BenchmarkSearchCode(b *testing.B) {
+	ix := builtSrc(b)
+	for _, args := range []string{`{"pattern": "NewServeMux", "literal": true}`, `{"pattern": "func \\(c \\*Client\\) Do\\("}`} {
+		searchCode(b, args, ix, args)
+		searchCode(b, "text-only/"+args, newTextOnly(ix), args)
+	}
+}
+
+// textOnly is an index whose candidates leave out the files it did not
+// read (binary, over 2 MB): what a search would read if it counted those
+// from Index.Unindexed instead of reading them on every call. Its results
+// differ from the scan's in what they say was skipped, so it is only a
+// measure of that cost.
+type textOnly struct {
+	*Index
+	skip map[string]bool
+}
+
+func newTextOnly(ix *Index) textOnly {
+	binary, huge, unreadable := ix.Unindexed()
+	t := textOnly{ix, map[string]bool{}}
+	for _, p := range slices.Concat(binary, huge, unreadable) {
+		t.skip[p] = true
+	}
+	return t
+}
+
+func (t textOnly) Candidates(lits []string, fold bool) ([]string, bool) {
+	files, ok := t.Index.Candidates(lits, fold)
+	var out []string
+	for _, p := range files {
+		if !t.skip[p] {
+			out = append(out, p)
+		}
+	}
+	return out, ok
+}
+
+// searchCode times search_code with args through idx, the file list
+// cached as between a turn's calls.
+func searchCode(b *testing.B, name string, idx tools.CodeIndex, args string) {
+	tool := tools.NewSearchCode(srcWS, tools.Options{Index: func() (tools.CodeIndex, string) { return idx, "" }})
+	b.Run(name, func(b *testing.B) {
+		var head string
+		for b.Loop() {
+			out, err := tool.Run(b.Context(), json.RawMessage(args))
+			if err != nil {
+				b.Fatal(err)
+			}
+			head = strings.ReplaceAll(strings.Join(strings.SplitN(out.Text, "\n", 3)[:2], " / "), "\n", " ")
+		}
+		b.Log(head)
+	})
 }
 
 func BenchmarkDefinitions(b *testing.B) {

@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -26,10 +25,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/askrepo/askrepo/bench/internal/procstat"
 	"github.com/askrepo/askrepo/internal/index"
 	"github.com/askrepo/askrepo/internal/repos"
 )
@@ -117,7 +116,7 @@ func report(h repos.RepoHealth, ready time.Duration) {
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rss, peak := procKB("VmRSS:"), procKB("VmHWM:")
+	rss, peak := procstat.KB("VmRSS:"), procstat.KB("VmHWM:")
 	state, files := "off", 0
 	if h.Index != nil {
 		state, files = h.Index.State, h.Index.Files
@@ -153,21 +152,4 @@ func commitChange(dir string, n int) (string, error) {
 		return "", fmt.Errorf("git commit: %w", err)
 	}
 	return git("rev-parse", "HEAD")
-}
-
-// procKB reads one "Name:  N kB" line of /proc/self/status; 0 when absent.
-func procKB(name string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), name); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
 }

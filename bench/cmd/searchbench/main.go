@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/index"
+	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -38,6 +40,7 @@ func run(ctx context.Context, args []string) error {
 	cache := fs.Bool("cache", false, "reuse the Workspace's file list between iterations, as the bot does")
 	workers := fs.Int("workers", 0, "search_code workers (0: GOMAXPROCS)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile here")
+	data := fs.String("data", "", "search through the code index: open -dir as the service does, its index kept in DATA/index (loaded when saved there, built and saved when not), and search through it; the file list is then cached as the service caches it, whatever -cache says")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,19 +48,15 @@ func run(ctx context.Context, args []string) error {
 		printRgGlobs()
 		return nil
 	}
-	opts := tools.WorkspaceOptions{}
-	if !*cache {
-		opts.FilesTTL = -1 // every iteration lists the files afresh, like an rg run
-	}
-	ws, err := tools.NewWorkspace(*dir, opts)
+	ws, src, closeWS, err := open(ctx, *dir, *data, *cache)
 	if err != nil {
 		return err
 	}
-	defer ws.Close()
+	defer closeWS()
 	var tool tools.Tool
 	switch *mode {
 	case "search":
-		tool = tools.NewSearchCode(ws, tools.Options{Search: tools.SearchCodeOptions{Workers: *workers}})
+		tool = tools.NewSearchCode(ws, tools.Options{Search: tools.SearchCodeOptions{Workers: *workers}, Index: src})
 	case "list":
 		tool = tools.NewListFiles(ws, tools.Options{})
 	case "files":
@@ -106,6 +105,55 @@ func run(ctx context.Context, args []string) error {
 	fmt.Fprintf(os.Stderr, "%d runs: min %.1f ms, median %.1f ms, mean %.1f ms\n", len(times),
 		ms(times[0]), ms(times[len(times)/2]), ms(sum/time.Duration(len(times))))
 	return nil
+}
+
+// open opens the workspace of dir, through the service's repository
+// manager and its code index under data when data is set (indexed).
+func open(ctx context.Context, dir, data string, cache bool) (*tools.Workspace, tools.IndexSource, func(), error) {
+	if data != "" {
+		lease, closeRepo, err := indexed(ctx, dir, data)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return lease.Workspace, lease.Index, closeRepo, nil
+	}
+	opts := tools.WorkspaceOptions{}
+	if !cache {
+		opts.FilesTTL = -1 // every iteration lists the files afresh, like an rg run
+	}
+	ws, err := tools.NewWorkspace(dir, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ws, nil, func() { ws.Close() }, nil
+}
+
+// indexed opens dir as the service opens a path repository, with its code
+// index kept under data, waits until the index of its commit is ready
+// (loading the saved one, or building and saving it), and leases the
+// checkout: what a fresh process that answers through the persisted index
+// does before its first search.
+func indexed(ctx context.Context, dir, data string) (*repos.Lease, func(), error) {
+	m, err := repos.New(ctx, []repos.Spec{repos.Single("bench", dir, nil)}, repos.Options{
+		DataDir: data,
+		Indexer: index.Indexer{},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	start := time.Now()
+	h, err := m.WaitIndex(ctx, "bench")
+	if err != nil || h.State != "ready" {
+		m.Close()
+		return nil, nil, fmt.Errorf("the code index of %s is %q: %v", dir, h.State, err)
+	}
+	fmt.Fprintf(os.Stderr, "index ready after %.1f ms\n", ms(time.Since(start)))
+	l, err := m.Acquire(ctx, "bench")
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return l, func() { l.Release(); m.Close() }, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
