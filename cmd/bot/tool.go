@@ -106,6 +106,9 @@ func runTool(ctx context.Context, cfg config.Config, env func(string) (string, b
 	if err != nil {
 		return err
 	}
+	// A call that would not use the index (a file read, a pattern with no
+	// literal to narrow by) loads none: that costs more than the call.
+	cfg.Index = cfg.Index && tools.NewRegistry(tools.Default(nil, tools.Options{})...).UsesIndex(call)
 	log := terminalLogger(cfg, errOut)
 	c, err := newCore(ctx, cfg, env, pathOnly, log, nil)
 	if err != nil {

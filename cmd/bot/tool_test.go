@@ -188,3 +188,28 @@ func TestToolCommandKeepsItsIndex(t *testing.T) {
 		t.Errorf("saved index %s: %v, %v; want mode 0600", saved[0], fi, err)
 	}
 }
+
+// A call that would not use the index makes bot tool load or build none.
+func TestToolCommandIndexesOnlyWhenUsed(t *testing.T) {
+	repo := toolRepo(t)
+	data := t.TempDir()
+	env := map[string]string{"BOT_DATA_DIR": data}
+	for _, args := range [][]string{
+		{"read_file", `{"path":"README.md"}`},
+		{"search_code", `{"pattern":"[A-Z]\\w*"}`},
+	} {
+		out, errOut, code := runBot(t, env, append([]string{"tool", "--repo", repo}, args...)...)
+		if code != 0 || out == "" {
+			t.Fatalf("bot tool %q: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+	}
+	if saved, _ := filepath.Glob(filepath.Join(data, "index", "*", "*")); len(saved) != 0 {
+		t.Errorf("calls that use no index built one: %q", saved)
+	}
+	if _, _, code := runBot(t, env, "tool", "--repo", repo, "search_code", `{"pattern":"Backoff"}`); code != 0 {
+		t.Fatal("search_code with a literal failed")
+	}
+	if saved, _ := filepath.Glob(filepath.Join(data, "index", "*", "*")); len(saved) != 1 {
+		t.Errorf("a search with a literal left %q, want one saved index", saved)
+	}
+}

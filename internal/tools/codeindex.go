@@ -1,6 +1,11 @@
 package tools
 
-import "github.com/askrepo/askrepo/internal/symbols"
+import (
+	"encoding/json"
+
+	"github.com/askrepo/askrepo/internal/search"
+	"github.com/askrepo/askrepo/internal/symbols"
+)
 
 // CodeIndex is what the code-intelligence tools and search_code ask of an
 // index of one checkout at one commit: which files can hold a literal, where
@@ -50,3 +55,44 @@ type FileSymbols struct {
 // says so in a short sentence for the result ("the code index for this
 // commit is still being built; these results come from a full scan").
 type IndexSource func() (idx CodeIndex, note string)
+
+// IndexUser is implemented by the tools that can use a code index, to say
+// whether one call would: search_code only for a pattern with a literal
+// part the index can narrow by, the symbol tools always. A command that
+// runs one call (bot tool) loads no index for a call that would not use
+// it; loading one costs more than such a call.
+type IndexUser interface {
+	UsesIndex(input json.RawMessage) bool
+}
+
+// UsesIndex reports whether call would use a code index: its tool says so
+// (see IndexUser); an unknown tool, or one that never does, would not. It
+// reads only the call's arguments, so the tools of Default(nil, …), over
+// no workspace, can answer it before a checkout is opened.
+func (r *Registry) UsesIndex(call Call) bool {
+	u, ok := r.tools[call.Name].(IndexUser)
+	return ok && u.UsesIndex(call.Input)
+}
+
+// UsesIndex implements IndexUser: a pattern the index can narrow by.
+func (s *SearchCode) UsesIndex(input json.RawMessage) bool {
+	args, err := ParseArgs[searchCodeArgs](input)
+	if err != nil {
+		return false
+	}
+	m, err := search.Compile(args.Pattern, args.Literal, args.IgnoreCase)
+	if err != nil {
+		return false
+	}
+	_, _, ok := m.RequiredLiterals()
+	return ok
+}
+
+// UsesIndex implements IndexUser: definitions come from the index.
+func (*FindSymbol) UsesIndex(json.RawMessage) bool { return true }
+
+// UsesIndex implements IndexUser: uses come from the index.
+func (*FindReferences) UsesIndex(json.RawMessage) bool { return true }
+
+// UsesIndex implements IndexUser: the ranked files come from the index.
+func (*RepoMap) UsesIndex(json.RawMessage) bool { return true }
