@@ -193,10 +193,15 @@ func preferKind(defs []symbols.Symbol, kind string) []symbols.Symbol {
 
 // rankSymbols orders definitions as the model most likely means them: the
 // exact spelling first, then code over tests, hand-written over generated,
-// exported over not, and shallower paths first.
+// exported over not, a definition that stands on its own over a member
+// that shares its name (a field, an interface's method, an assembly label
+// or C macro), and shallower paths first.
 func rankSymbols(defs []symbols.Symbol, name string) {
 	score := func(d symbols.Symbol) int {
 		s := 0
+		if isMember(d) {
+			s++
+		}
 		if !matchesDef(d, name, false) {
 			s += 16
 		}
@@ -219,6 +224,22 @@ func rankSymbols(defs []symbols.Symbol, name string) {
 			cmp.Compare(a.Line, b.Line),
 		)
 	})
+}
+
+// isMember reports whether d is a name inside another definition, or a
+// label, rather than code that stands on its own: asked for "Addr.String"
+// or "Retry", a model means the method with a body or the function more
+// often than the interface's method or the struct field of that name.
+func isMember(d symbols.Symbol) bool {
+	switch d.Kind {
+	case "field", "member", "label", "macro":
+		return true
+	case "method":
+		// Go's reader writes a method with a body as "func (r T) …";
+		// an interface's method has no receiver.
+		return d.Lang == "go" && !strings.HasPrefix(d.Signature, "func ")
+	}
+	return false
 }
 
 // renderSymbols writes the definitions found, at most findSymbolShown of
