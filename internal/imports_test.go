@@ -28,6 +28,9 @@ func TestImportRules(t *testing.T) {
 		{"only internal/llm imports go-openai", func(pkg, dep string) bool {
 			return strings.HasPrefix(dep, "github.com/sashabaranov/go-openai") && pkg != "internal/llm"
 		}},
+		{"only internal/mcp imports the MCP SDK", func(pkg, dep string) bool {
+			return strings.HasPrefix(dep, "github.com/modelcontextprotocol/go-sdk") && pkg != "internal/mcp"
+		}},
 		{"only internal/slackbot imports slack-go", func(pkg, dep string) bool {
 			return strings.HasPrefix(dep, "github.com/slack-go/slack") && !strings.HasPrefix(pkg, "internal/slackbot")
 		}},
