@@ -38,6 +38,7 @@ type Memory struct {
 	seq      int64                  // last Pending.Seq handed out
 	stops    map[string]string      // turn ID → who asked to stop it; made on first use
 	inbox    map[string]*inboxEvent // made on first use; see memory_inbox.go
+	feedback map[feedbackKey]Rated  // made on first use; see memory_feedback.go
 }
 
 var _ Backend = (*Memory)(nil)

@@ -149,6 +149,19 @@ var postgresMigrations = []string{
 	CREATE INDEX inbox_open ON inbox (received) WHERE NOT handled;
 	CREATE INDEX inbox_expires ON inbox (expires);
 	ALTER TABLE turns ADD COLUMN parts text NOT NULL DEFAULT '';`,
+	// People's ratings of answers (see Feedbacks): one per user and turn.
+	`CREATE TABLE feedback (
+		turn_id text NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+		user_id text NOT NULL,
+		rating text NOT NULL,
+		reason text NOT NULL DEFAULT '',
+		comment text NOT NULL DEFAULT '',
+		repo text NOT NULL DEFAULT '',
+		commit_sha text NOT NULL DEFAULT '',
+		at bigint NOT NULL,
+		PRIMARY KEY (turn_id, user_id)
+	);
+	CREATE INDEX feedback_at ON feedback (at);`,
 }
 
 // OpenPostgres connects to the database at dsn (a postgres:// URL or a

@@ -141,6 +141,19 @@ var migrations = []string{
 	CREATE INDEX inbox_open ON inbox (received) WHERE handled = 0;
 	CREATE INDEX inbox_expires ON inbox (expires);
 	ALTER TABLE turns ADD COLUMN parts TEXT NOT NULL DEFAULT '';`,
+	// People's ratings of answers (see Feedbacks): one per user and turn.
+	`CREATE TABLE feedback (
+		turn_id TEXT NOT NULL REFERENCES turns (id) ON DELETE CASCADE,
+		user_id TEXT NOT NULL,
+		rating TEXT NOT NULL,
+		reason TEXT NOT NULL DEFAULT '',
+		comment TEXT NOT NULL DEFAULT '',
+		repo TEXT NOT NULL DEFAULT '',
+		commit_sha TEXT NOT NULL DEFAULT '',
+		at INTEGER NOT NULL,
+		PRIMARY KEY (turn_id, user_id)
+	) WITHOUT ROWID;
+	CREATE INDEX feedback_at ON feedback (at);`,
 }
 
 // OpenSQLite opens (creating if needed) the store at path and brings its

@@ -28,6 +28,11 @@
 //     reopen; with Suite.Shared, the races run across two handles on the
 //     same data, as two replicas have.
 //
+// RunFeedbackTests covers people's ratings of answers (session.Feedbacks):
+// stored with their turn, one per user and turn, refused for an unknown
+// turn, listed newest first, gone with a purged thread, shared by
+// replicas.
+//
 // It is imported only from tests. It imports session, llm and go-cmp, and
 // nothing of the service above them.
 package sessiontest
