@@ -49,8 +49,8 @@ func TestMentionPostsContextLinesThenAnswer(t *testing.T) {
 		t.Errorf("progress message was never shown with a Stop button: edits %+v", progress.Edits)
 	}
 
-	if got := answer.BlockTypes(); !slices.Equal(got, []string{"markdown", "context"}) {
-		t.Errorf("answer blocks = %v, want markdown + footer", got)
+	if got := answer.BlockTypes(); !slices.Equal(got, []string{"markdown", "context", "context_actions"}) {
+		t.Errorf("answer blocks = %v, want markdown + footer + feedback buttons", got)
 	}
 	if !strings.Contains(answer.AllText(), "Answer** to: what does this repo do?") {
 		t.Errorf("answer %q does not carry the model's answer to the stripped question", answer.AllText())
@@ -1018,6 +1018,8 @@ func TestAnswerPartRefusedForItsBlocksIsPostedAsText(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// Refused with the feedback buttons, and again without them.
+	h.slack.FailNext("chat.postMessage", slacktest.SlackError("invalid_blocks"))
 	h.slack.FailNext("chat.postMessage", slacktest.SlackError("invalid_blocks"))
 	hold.open()
 	h.waitTurns(1)

@@ -171,6 +171,9 @@ func dataErr(data any) error {
 // Slack may deliver the click to one not running the turn: that one records
 // it in the store, where the running one finds it within a second.
 func (b *Bot) onInteraction(cb slack.InteractionCallback) {
+	if b.onFeedback(cb) {
+		return
+	}
 	if cb.Type != slack.InteractionTypeBlockActions {
 		return
 	}

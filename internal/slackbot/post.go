@@ -59,6 +59,7 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 		home = append(home, co.lease.Web.Base)
 	}
 	msgs := render.AnswerMessages(answer, f, home...)
+	b.withFeedback(msgs, res.id)
 	if posted > 0 {
 		log.Info("posting the rest of an answer a restart cut off", "parts", len(msgs), "posted", posted)
 	}
@@ -67,6 +68,9 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 			continue
 		}
 		ts, err := b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, m)
+		if refusedContent(err) && hasFeedback(m) {
+			m, ts, err = b.postWithoutFeedback(ctx, in, m, err, log)
+		}
 		if refusedContent(err) {
 			// Slack refused the blocks (a limit we do not know of, a
 			// construct it will not render): the part goes out as its

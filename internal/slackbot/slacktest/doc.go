@@ -18,6 +18,10 @@
 //   - A person's messages as Slack delivers them: Mention (an app_mention naming the
 //     bot) and Reply (a message event in a thread), each returning its ts, and
 //     MentionTo and ReplyTo for one connection of several.
+//   - Interactivity: button clicks and feedback-button clicks (ClickFeedback) as
+//     block_actions, each with a trigger_id that views.open accepts once within
+//     Slack's 3-second window (expired_trigger_id after it), and the opened modals
+//     submitted back as view_submission (SubmitView).
 //   - Failure injection per method (429 with Retry-After, HTTP 5xx, Slack error codes).
 //   - Waiting helpers driven by a broadcast on every recorded change, so tests never
 //     sleep.

@@ -18,6 +18,9 @@ type ButtonClick struct {
 	Value    string
 	// Text is the button label.
 	Text string
+	// Type is the element's type: "button" when empty, or
+	// "feedback_buttons" for a click on one of an answer's 👍/👎.
+	Type string
 }
 
 // ClickButton sends the block_actions interaction Slack delivers when b's button is
@@ -42,6 +45,7 @@ func (s *Server) clickPayload(b ButtonClick) map[string]any {
 	if m, ok := s.st.Message(b.Channel, b.MessageTS); ok {
 		msg = s.wireMessage(m)
 	}
+	s.issueTriggerLocked("trigger-"+strconv.Itoa(n), b.User)
 	s.mu.Unlock()
 	container := map[string]any{
 		"type":         "message",
@@ -53,6 +57,10 @@ func (s *Server) clickPayload(b ButtonClick) map[string]any {
 		container["thread_ts"] = b.ThreadTS
 	}
 	actionTS := s.NextTS()
+	typ := b.Type
+	if typ == "" {
+		typ = "button"
+	}
 	return map[string]any{
 		"type": "block_actions",
 		"user": map[string]any{
@@ -74,7 +82,7 @@ func (s *Server) clickPayload(b ButtonClick) map[string]any {
 			"block_id":  b.BlockID,
 			"text":      map[string]any{"type": "plain_text", "text": b.Text, "emoji": true},
 			"value":     b.Value,
-			"type":      "button",
+			"type":      typ,
 			"action_ts": actionTS,
 		}},
 	}

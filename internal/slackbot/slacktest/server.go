@@ -146,6 +146,8 @@ type Server struct {
 	fail     map[string][]Response
 	always   map[string]Response
 	holds    map[string]*hold
+	views    *viewStore // made on first use; see views.go
+	viewSeq  int
 	closed   bool
 
 	wg sync.WaitGroup

@@ -88,6 +88,7 @@ var apiMethods = map[string]apiMethod{
 	"conversations.replies":       {botToken, (*Server).replies},
 	"conversations.info":          {botToken, (*Server).conversationInfo},
 	"users.info":                  {botToken, (*Server).userInfo},
+	"views.open":                  {botToken, (*Server).openView},
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
