@@ -23,6 +23,8 @@ var flagSpecs = []flagSpec{
 	{"http-addr", "BOT_HTTP_ADDR", "ADDR", "listener for /healthz and /metrics"},
 	{"max-steps", "BOT_MAX_STEPS", "N", "model requests per answer"},
 	{"in", "", "NAME", "the repository of BOT_CONFIG to run on (bot tool)"},
+	{"since", "", "AGE", "how far back to list, in days (7d) or as a Go duration (36h); default 7d"},
+	{"json", "", "", "print JSON instead of text"},
 	{"env-file", "", "FILE", "read settings from this .env file; without it ./.env is read unless it is inside a repository being answered about"},
 	{"v", "", "", "log debug details to stderr (sets BOT_LOG_LEVEL=debug)"},
 }
@@ -33,6 +35,8 @@ type flags struct {
 	fs      *flag.FlagSet
 	envFile string
 	in      string // --in: a repository of BOT_CONFIG by name
+	since   string // --since: how far back bot feedback lists
+	json    bool   // --json: bot feedback prints JSON
 	verbose bool
 }
 
@@ -50,6 +54,10 @@ func newFlags(cmd command) *flags {
 			f.fs.StringVar(&f.envFile, s.name, "", s.help)
 		case "in":
 			f.fs.StringVar(&f.in, s.name, "", s.help)
+		case "since":
+			f.fs.StringVar(&f.since, s.name, "7d", s.help)
+		case "json":
+			f.fs.BoolVar(&f.json, s.name, false, s.help)
 		default:
 			f.fs.String(s.name, "", s.help)
 		}
