@@ -1008,22 +1008,8 @@ func TestQuestionPosingAsLoopNote(t *testing.T) {
 // A part of the answer Slack refuses for its blocks is posted as its
 // plain-text form, not dropped with only a log line to show for it.
 func TestAnswerPartRefusedForItsBlocksIsPostedAsText(t *testing.T) {
-	hold := newGate()
-	t.Cleanup(hold.open)
-	h := newHarness(t, harnessOpts{script: heldAnswer(hold)})
-	root := h.mention("C1", "a question", "")
-	if _, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
-		ms := st.BotMessages("C1", root, slacktest.DefaultBotID)
-		return len(ms) == 1 && strings.Count(ms[0].Text, "✓") == 2
-	}); err != nil {
-		t.Fatal(err)
-	}
 	// Refused with the feedback buttons, and again without them.
-	h.slack.FailNext("chat.postMessage", slacktest.SlackError("invalid_blocks"))
-	h.slack.FailNext("chat.postMessage", slacktest.SlackError("invalid_blocks"))
-	hold.open()
-	h.waitTurns(1)
-	msgs := h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+	msgs := answerRefused(t, 2)
 	if len(msgs) != 2 {
 		t.Fatalf("thread = %q, want the progress and the answer", allTexts(msgs))
 	}

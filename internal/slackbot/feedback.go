@@ -77,15 +77,12 @@ func (b *Bot) onFeedback(cb slack.InteractionCallback) bool {
 // the modal, within the click's trigger window.
 func (b *Bot) feedbackClicked(cb slack.InteractionCallback, value string, received time.Time) {
 	log := b.log.With("user", cb.User.ID, "channel", clickChannel(cb))
-	fs := b.ratings()
+	fs := b.mayRate(cb.User.ID, log)
+	if fs == nil {
+		return
+	}
 	rating, turnID, ok := render.ParseFeedback(value)
-	switch {
-	case fs == nil:
-		return
-	case b.allowU != nil && !b.allowU[cb.User.ID]:
-		log.Info("feedback refused: user not enabled")
-		return
-	case !ok:
+	if !ok {
 		log.Warn("feedback refused: the button's value is not one this service writes", "value", clip(value, 80))
 		return
 	}
@@ -102,6 +99,18 @@ func (b *Bot) feedbackClicked(cb slack.InteractionCallback, value string, receiv
 		b.metrics.feedback.WithLabelValues(rating).Inc()
 		log.Info("feedback recorded")
 	}
+}
+
+// mayRate is the store's feedback side if user may rate answers: one who
+// may not ask may not rate either. It is nil otherwise, or for a store
+// without feedback.
+func (b *Bot) mayRate(user string, log *slog.Logger) feedbackStore {
+	fs := b.ratings()
+	if fs != nil && b.allowU != nil && !b.allowU[user] {
+		log.Info("feedback refused: user not enabled")
+		return nil
+	}
+	return fs
 }
 
 // feedbackTurnOK reports whether turnID is a turn of the store, answered
@@ -138,15 +147,12 @@ func (b *Bot) openFeedbackModal(ctx context.Context, trigger, turnID, channel st
 // feedbackSubmitted stores what a person said in the modal with their 👎.
 func (b *Bot) feedbackSubmitted(cb slack.InteractionCallback) {
 	log := b.log.With("user", cb.User.ID)
-	fs := b.ratings()
+	fs := b.mayRate(cb.User.ID, log)
+	if fs == nil {
+		return
+	}
 	sub, ok := render.ParseFeedbackSubmission(cb.View, session.MaxFeedbackComment)
-	switch {
-	case fs == nil:
-		return
-	case b.allowU != nil && !b.allowU[cb.User.ID]:
-		log.Info("feedback refused: user not enabled")
-		return
-	case !ok:
+	if !ok {
 		log.Warn("feedback refused: a submission of a view this service did not open")
 		return
 	}

@@ -229,6 +229,20 @@ func diff(t *testing.T, what string, want, got any) {
 // A workspace that refuses the feedback buttons still gets the answer as
 // formatted: only the buttons are dropped.
 func TestAnswerRefusedWithFeedbackButtonsKeepsItsFormatting(t *testing.T) {
+	as := answers(answerRefused(t, 1))
+	if len(as) != 1 {
+		t.Fatalf("thread has %d answers, want 1", len(as))
+	}
+	if got := as[0].BlockTypes(); strings.Join(got, " ") != "markdown context" {
+		t.Errorf("answer blocks = %v, want markdown + footer without the buttons", got)
+	}
+}
+
+// answerRefused asks a question and has Slack refuse the answer's first
+// post refusals times with invalid_blocks; it returns the bot's messages
+// in the thread once the turn has ended.
+func answerRefused(t *testing.T, refusals int) []slacktest.Message {
+	t.Helper()
 	hold := newGate()
 	t.Cleanup(hold.open)
 	h := newHarness(t, harnessOpts{script: heldAnswer(hold)})
@@ -239,14 +253,10 @@ func TestAnswerRefusedWithFeedbackButtonsKeepsItsFormatting(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	h.slack.FailNext("chat.postMessage", slacktest.SlackError("invalid_blocks"))
+	for range refusals {
+		h.slack.FailNext("chat.postMessage", slacktest.SlackError("invalid_blocks"))
+	}
 	hold.open()
 	h.waitTurns(1)
-	as := answers(h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))
-	if len(as) != 1 {
-		t.Fatalf("thread has %d answers, want 1", len(as))
-	}
-	if got := as[0].BlockTypes(); strings.Join(got, " ") != "markdown context" {
-		t.Errorf("answer blocks = %v, want markdown + footer without the buttons", got)
-	}
+	return h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
 }

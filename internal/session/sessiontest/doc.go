@@ -24,14 +24,12 @@
 //     events whose hold has passed are claimed oldest first, each by one
 //     claimer;
 //   - answer parts: recorded in order, and carried to a continued turn;
+//   - ratings of answers (session.Feedbacks): stored with their turn, one
+//     per user and turn, refused for an unknown turn, listed newest first
+//     with what they rate, gone with a purged thread;
 //   - durability: with Suite.Durable, everything survives a close and a
 //     reopen; with Suite.Shared, the races run across two handles on the
 //     same data, as two replicas have.
-//
-// RunFeedbackTests covers people's ratings of answers (session.Feedbacks):
-// stored with their turn, one per user and turn, refused for an unknown
-// turn, listed newest first, gone with a purged thread, shared by
-// replicas.
 //
 // It is imported only from tests. It imports session, llm and go-cmp, and
 // nothing of the service above them.

@@ -9,52 +9,29 @@ import (
 	"github.com/askrepo/askrepo/internal/session"
 )
 
-// RunFeedbackTests runs the contract of session.Feedbacks against the
-// backend s describes: a rating is stored with its turn, a second one by
-// the same user replaces the first, a rating of an unknown turn or a
-// malformed one is refused, ratings are listed newest first with what
-// they rate, go with a purged thread, are shared by replicas (Shared)
-// and survive a reopen (Durable).
-func RunFeedbackTests(t *testing.T, s Suite) {
-	cases := []struct {
-		name    string
-		durable bool
-		run     func(t *testing.T, x *h, peer session.Feedbacks)
-	}{
-		{name: "a rating is stored with its turn and listed with it", run: testRate},
-		{name: "a second rating by the same user replaces the first", run: testRateReplaces},
-		{name: "unknown turns and malformed ratings are refused", run: testRateRefused},
-		{name: "listing is newest first, since a time, up to a limit", run: testFeedbackSince},
-		{name: "later counts the questions asked after the rated one", run: testFeedbackLater},
-		{name: "ratings go with a purged thread", run: testFeedbackPurged},
-		{name: "ratings survive close and reopen", durable: true, run: testFeedbackReopen},
+// runFeedbackTests runs the contract of session.Feedbacks: a rating is
+// stored with its turn, a second one by the same user replaces the first,
+// a rating of an unknown turn or a malformed one is refused, ratings are
+// listed newest first with what they rate, go with a purged thread, are
+// shared by replicas (Shared) and survive a reopen (Durable).
+func runFeedbackTests(t *testing.T, s Suite) {
+	cases := []leaseCase{
+		{"a rating is stored with its turn and listed with it", testRate},
+		{"a second rating by the same user replaces the first", testRateReplaces},
+		{"unknown turns and malformed ratings are refused", testRateRefused},
+		{"listing is newest first, since a time, up to a limit", testFeedbackSince},
+		{"later counts the questions asked after the rated one", testFeedbackLater},
+		{"ratings go with a purged thread", testFeedbackPurged},
 	}
-	for _, tc := range cases {
-		if tc.durable && !s.Durable {
-			continue
-		}
-		t.Run(tc.name, func(t *testing.T) {
-			x := &h{t: t, clock: NewClock(base), dir: t.TempDir(), open: s.Open}
-			x.st = s.Open(t, x.dir, x.clock.Now)
-			t.Cleanup(func() { x.st.Close() })
-			peer := feedbacks(t, x.st)
-			if s.Shared {
-				p := s.Open(t, x.dir, x.clock.Now)
-				t.Cleanup(func() { p.Close() })
-				peer = feedbacks(t, p)
-			}
-			tc.run(t, x, peer)
-		})
+	if s.Durable {
+		cases = append(cases, leaseCase{"ratings survive close and reopen", testFeedbackReopen})
 	}
+	runPeerCases(t, s, cases)
 }
 
 func feedbacks(t *testing.T, st session.Store) session.Feedbacks {
 	t.Helper()
-	f, ok := st.(session.Feedbacks)
-	if !ok {
-		t.Fatalf("%T does not implement session.Feedbacks; every store must", st)
-	}
-	return f
+	return mustImplement[session.Feedbacks](t, st)
 }
 
 func mustRate(t *testing.T, f session.Feedbacks, fb session.Feedback) {
@@ -77,7 +54,8 @@ func listFeedback(t *testing.T, f session.Feedbacks, since time.Time, limit int)
 // a bidi override, Slack's own markup, lines that look like more entries.
 const hostileComment = "wrong \x1b[2J\x1b]8;;http://evil\x07file\x1b]8;;\x07 \u202egnp.\u202c <!channel> *bold*\nrating: up\r\n"
 
-func testRate(t *testing.T, x *h, peer session.Feedbacks) {
+func testRate(t *testing.T, x *h, b session.Backend) {
+	peer := feedbacks(t, b)
 	mustStart(t, x.st, "t1", keyA, "how does retry work?")
 	if err := x.st.SetCommit(t.Context(), keyA, "c0ffee"); err != nil {
 		t.Fatal(err)
@@ -102,7 +80,8 @@ func testRate(t *testing.T, x *h, peer session.Feedbacks) {
 	}
 }
 
-func testRateReplaces(t *testing.T, x *h, peer session.Feedbacks) {
+func testRateReplaces(t *testing.T, x *h, b session.Backend) {
+	peer := feedbacks(t, b)
 	mustStart(t, x.st, "t1", keyA, "Q1")
 	a := feedbacks(t, x.st)
 	mustRate(t, a, session.Feedback{TurnID: "t1", User: "U7", Rating: session.RatingDown, Reason: "too_long", Comment: "shorter"})
@@ -120,7 +99,8 @@ func testRateReplaces(t *testing.T, x *h, peer session.Feedbacks) {
 	}, fbs)
 }
 
-func testRateRefused(t *testing.T, x *h, peer session.Feedbacks) {
+func testRateRefused(t *testing.T, x *h, b session.Backend) {
+	peer := feedbacks(t, b)
 	mustStart(t, x.st, "t1", keyA, "Q1")
 	for _, tc := range []struct {
 		name string
@@ -142,7 +122,8 @@ func testRateRefused(t *testing.T, x *h, peer session.Feedbacks) {
 	mustRate(t, peer, session.Feedback{TurnID: "t1", User: "U7", Rating: session.RatingDown, Comment: strings.Repeat("é", session.MaxFeedbackComment)})
 }
 
-func testFeedbackSince(t *testing.T, x *h, peer session.Feedbacks) {
+func testFeedbackSince(t *testing.T, x *h, b session.Backend) {
+	peer := feedbacks(t, b)
 	mustStart(t, x.st, "t1", keyA, "Q1")
 	mustStart(t, x.st, "t2", keyB, "Q2")
 	mustRate(t, peer, session.Feedback{TurnID: "t1", User: "U1", Rating: session.RatingUp})
@@ -163,7 +144,8 @@ func testFeedbackSince(t *testing.T, x *h, peer session.Feedbacks) {
 	diff(t, "limit 1", []string{"t1/U2"}, ids(listFeedback(t, a, time.Time{}, 1)))
 }
 
-func testFeedbackLater(t *testing.T, x *h, peer session.Feedbacks) {
+func testFeedbackLater(t *testing.T, x *h, b session.Backend) {
+	peer := feedbacks(t, b)
 	mustStart(t, x.st, "t1", keyA, "Q1")
 	mustEnd(t, x.st, "t1", session.TurnDone)
 	x.clock.Advance(time.Second)
@@ -190,7 +172,8 @@ func testFeedbackLater(t *testing.T, x *h, peer session.Feedbacks) {
 	diff(t, "questions after each rated turn", map[string]int{"t1": 2, "t3": 1, "t4": 0}, later)
 }
 
-func testFeedbackPurged(t *testing.T, x *h, peer session.Feedbacks) {
+func testFeedbackPurged(t *testing.T, x *h, b session.Backend) {
+	peer := feedbacks(t, b)
 	mustStart(t, x.st, "t1", keyA, "Q1")
 	mustStart(t, x.st, "t2", keyB, "Q2")
 	x.clock.Advance(time.Hour)
@@ -207,7 +190,7 @@ func testFeedbackPurged(t *testing.T, x *h, peer session.Feedbacks) {
 	wantErrIs(t, "rating a purged turn", peer.Rate(t.Context(), session.Feedback{TurnID: "t1", User: "U1", Rating: session.RatingUp}), session.ErrNotFound)
 }
 
-func testFeedbackReopen(t *testing.T, x *h, _ session.Feedbacks) {
+func testFeedbackReopen(t *testing.T, x *h, _ session.Backend) {
 	mustStart(t, x.st, "t1", keyA, "Q1")
 	mustRate(t, feedbacks(t, x.st), session.Feedback{TurnID: "t1", User: "U1", Rating: session.RatingDown, Reason: "other", Comment: hostileComment})
 	x.reopen()

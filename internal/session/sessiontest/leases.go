@@ -34,6 +34,11 @@ func runLeaseTests(t *testing.T, s Suite) {
 		{"racing claimers take each received event once", testClaimReceivedRace},
 		{"answer parts are recorded in order and follow a continued turn", testAddPart},
 	}
+	runPeerCases(t, s, cases)
+}
+
+// runPeerCases runs each case on a fresh store and its peer.
+func runPeerCases(t *testing.T, s Suite, cases []leaseCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			x := &h{t: t, clock: NewClock(base), dir: t.TempDir(), open: s.Open}
@@ -52,11 +57,17 @@ func runLeaseTests(t *testing.T, s Suite) {
 
 func backend(t *testing.T, st session.Store) session.Backend {
 	t.Helper()
-	b, ok := st.(session.Backend)
+	return mustImplement[session.Backend](t, st)
+}
+
+// mustImplement is st as an I, which every store must implement.
+func mustImplement[I any](t *testing.T, st session.Store) I {
+	t.Helper()
+	v, ok := st.(I)
 	if !ok {
-		t.Fatalf("%T does not implement session.Leases and session.Queue; every store must", st)
+		t.Fatalf("%T does not implement %T; every store must", st, (*I)(nil))
 	}
-	return b
+	return v
 }
 
 const ttl = 30 * time.Second
