@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -73,7 +74,7 @@ func (b *Bot) onFeedback(cb slack.InteractionCallback) bool {
 	return false
 }
 
-// feedbackClicked checks a click and records it; for a 👎 it first opens
+// feedbackClicked checks a click and records it; for a 👎 it also opens
 // the modal, within the click's trigger window.
 func (b *Bot) feedbackClicked(cb slack.InteractionCallback, value string, received time.Time) {
 	log := b.log.With("user", cb.User.ID, "channel", clickChannel(cb))
@@ -92,13 +93,18 @@ func (b *Bot) feedbackClicked(cb slack.InteractionCallback, value string, receiv
 	if !b.feedbackTurnOK(ctx, fs, turnID, clickChannel(cb), cb.Container.ThreadTs, log) {
 		return
 	}
+	// The modal and the record go at once: the modal must not wait on
+	// the store past the trigger window, and the click's record must be
+	// in before the person can submit the modal, whose record replaces it.
+	var modal sync.WaitGroup
 	if rating == render.RatingDown {
-		b.openFeedbackModal(ctx, cb.TriggerID, turnID, clickChannel(cb), log)
+		modal.Go(func() { b.openFeedbackModal(ctx, cb.TriggerID, turnID, clickChannel(cb), log) })
 	}
 	if b.rate(fs, session.Feedback{TurnID: turnID, User: cb.User.ID, Rating: rating}, log) {
 		b.metrics.feedback.WithLabelValues(rating).Inc()
 		log.Info("feedback recorded")
 	}
+	modal.Wait()
 }
 
 // mayRate is the store's feedback side if user may rate answers: one who

@@ -41,6 +41,22 @@ func waitLog(t *testing.T, h *harness, msg string, n int) {
 	}
 }
 
+// waitModals waits until n calls to views.open have been answered.
+func waitModals(t *testing.T, h *harness, n int) {
+	t.Helper()
+	if _, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		done := 0
+		for _, c := range st.CallsTo("views.open") {
+			if c.Status != 0 {
+				done++
+			}
+		}
+		return done >= n
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func feedbackOf(t *testing.T, st session.Feedbacks) []session.Feedback {
 	t.Helper()
 	rs, err := st.FeedbackSince(t.Context(), time.Time{}, 0)
@@ -82,6 +98,7 @@ func TestFeedbackUpThenDownWithTheModal(t *testing.T) {
 
 	click(t, h.slack, slacktest.FeedbackClick{User: "U1", Channel: "C1", MessageTS: answer.TS})
 	waitLog(t, h, "feedback recorded", 2)
+	waitModals(t, h, 1)
 	diff(t, "after 👎", []session.Feedback{{TurnID: turnID, User: "U1", Rating: session.RatingDown}}, feedbackOf(t, h.store))
 	views := h.slack.Views()
 	if len(views) != 1 || views[0].User != "U1" || views[0].CallbackID != render.FeedbackCallbackID {
@@ -175,6 +192,8 @@ func TestFeedbackTriggerExpired(t *testing.T) {
 	h.slack.SetTriggerTTL(0)
 	click(t, h.slack, slacktest.FeedbackClick{User: "U1", Channel: "C1", MessageTS: answer.TS})
 	waitLog(t, h, "feedback recorded", 1)
+	waitModals(t, h, 1)
+	waitLog(t, h, "feedback modal not opened; the rating is kept without a reason", 1)
 	opens := h.slack.Calls("views.open")
 	if len(opens) != 1 || opens[0].Error != "expired_trigger_id" {
 		t.Fatalf("views.open calls = %+v, want one refused with expired_trigger_id", opens)
@@ -184,6 +203,25 @@ func TestFeedbackTriggerExpired(t *testing.T) {
 	}
 	if got := feedbackOf(t, h.store); len(got) != 1 || got[0].Rating != session.RatingDown {
 		t.Errorf("stored %+v, want the 👎", got)
+	}
+}
+
+// A Slack slow to open the modal does not hold the 👎 back, and the bot
+// gives up on the modal when the click's trigger window closes, since
+// Slack would refuse the trigger after it anyway.
+func TestFeedbackModalGivesUpWithTheTriggerWindow(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	_, answer := answered(t, h)
+	release := h.slack.Hold("views.open")
+	t.Cleanup(release)
+	click(t, h.slack, slacktest.FeedbackClick{User: "U1", Channel: "C1", MessageTS: answer.TS})
+	waitLog(t, h, "feedback recorded", 1)
+	if got := feedbackOf(t, h.store); len(got) != 1 || got[0].Rating != session.RatingDown {
+		t.Fatalf("stored %+v while the modal was opening, want the 👎", got)
+	}
+	waitLog(t, h, "feedback modal not opened; the rating is kept without a reason", 1)
+	if opens := h.slack.Calls("views.open"); len(opens) != 1 || opens[0].Error != "client_gave_up" {
+		t.Errorf("views.open calls = %+v, want one the bot gave up on", opens)
 	}
 }
 
@@ -206,6 +244,7 @@ func TestReplicasFeedbackOnTheOtherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLog(t, other, "feedback recorded", 1)
+	waitModals(t, other, 1)
 	views := p.a.slack.Views()
 	if len(views) != 1 {
 		t.Fatalf("views opened = %+v, want the modal", views)
