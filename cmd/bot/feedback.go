@@ -53,8 +53,12 @@ type review struct {
 // newest first, for review. Everything in it (questions, answers,
 // comments) was written by people or the model: stdout is a screen, which
 // escapes it for the terminal, and each field is kept to one line so no
-// comment can pass for another entry.
-func runFeedback(ctx context.Context, cfg config.Config, since time.Duration, asJSON bool, stdout io.Writer) error {
+// comment can pass for another entry. sinceFlag is --since, checked here.
+func runFeedback(ctx context.Context, cfg config.Config, sinceFlag string, asJSON bool, stdout io.Writer) error {
+	since, err := parseSince(sinceFlag)
+	if err != nil {
+		return usageError{err.Error()}
+	}
 	if db, missing := sqliteStoreMissing(cfg); missing {
 		fmt.Fprintf(stdout, "No feedback: no store at %s (it is created when bot serve first runs with BOT_DATA_DIR=%s).\n", db, cfg.DataDir)
 		return nil

@@ -213,11 +213,7 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	case "sessions":
 		return runSessions(ctx, cfg, out)
 	case "feedback":
-		since, err := parseSince(fl.since)
-		if err != nil {
-			return usageError{err.Error()}
-		}
-		return runFeedback(ctx, cfg, since, fl.json, out)
+		return runFeedback(ctx, cfg, fl.since, fl.json, out)
 	}
 	if repoFlag && cfg.ConfigFile != "" {
 		if specs, err := repos.LoadFile(cfg.ConfigFile); err == nil && len(specs) > 0 {
