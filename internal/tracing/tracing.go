@@ -88,9 +88,11 @@ func New(ctx context.Context, cfg Config) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("OTLP trace exporter for %s: %w", url, err)
 	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(semconv.ServiceName(cmpOr(cfg.Service, "askrepo")), semconv.ServiceVersion(cfg.Version)),
-		resource.WithFromEnv())
+	service := []attribute.KeyValue{semconv.ServiceName(cmpOr(cfg.Service, "askrepo"))}
+	if cfg.Version != "" {
+		service = append(service, semconv.ServiceVersion(cfg.Version))
+	}
+	res, err := resource.New(ctx, resource.WithAttributes(service...), resource.WithFromEnv())
 	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
 		return nil, fmt.Errorf("trace resource: %w", err)
 	}
