@@ -53,3 +53,28 @@ func TestAskExportsTrace(t *testing.T) {
 		t.Errorf("untraced, the footer names a trace:\n%s", out.String())
 	}
 }
+
+// bot chat traces each question as a turn of one conversation, and a new
+// conversation (/reset) gets a conversation id of its own.
+func TestChatTracesEachTurn(t *testing.T) {
+	rec := tracingtest.New(t)
+	fake := newModel(t, nil, `{"content":"one"}`, `{"content":"two"}`, `{"content":"three"}`)
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_STREAM": "false",
+		"REPO_PATH": testRepo(t), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": rec.Endpoint() + "/v1/traces"})
+	var out, errOut bytes.Buffer
+	stdin := strings.NewReader("first?\nsecond?\n/reset\nthird?\n/exit\n")
+	if err := run(t.Context(), []string{"chat"}, env, stdin, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+	}
+	var convs []string
+	traces := map[string]bool{}
+	for _, s := range rec.Spans() {
+		if s.Name == "invoke_agent" {
+			convs = append(convs, s.Attrs["gen_ai.conversation.id"])
+			traces[s.TraceID] = true
+		}
+	}
+	if len(convs) != 3 || len(traces) != 3 || convs[0] != convs[1] || convs[1] == convs[2] {
+		t.Errorf("turn spans of conversations %q in %d traces; want 3 turns, one trace each, the first two of one conversation", convs, len(traces))
+	}
+}
