@@ -124,6 +124,9 @@ func TestChartRefuses(t *testing.T) {
 		{"replicas without PostgreSQL", []string{"--set", "existingSecret=s", "--set", "replicaCount=3"},
 			`replicaCount is 3, but more than one replica needs a shared PostgreSQL store: set store.postgres.existingSecret to a Secret whose key "url" holds the BOT_STORE URL`},
 		{"no replica", []string{"--set", "existingSecret=s", "--set", "replicaCount=0"}, "replicaCount must be at least 1"},
+		// values.schema.json: a setting of the wrong shape is named.
+		{"config not a map", []string{"--set", "existingSecret=s", "--set", "config=repos"}, "at '/config': got string, want object"},
+		{"replicas not a number", []string{"--set", "existingSecret=s", "--set", "replicaCount=two"}, "at '/replicaCount': got string, want integer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, err := render(t, tc.args...)
