@@ -31,6 +31,14 @@ func TestImportRules(t *testing.T) {
 		{"only internal/mcp imports the MCP SDK", func(pkg, dep string) bool {
 			return strings.HasPrefix(dep, "github.com/modelcontextprotocol/go-sdk") && pkg != "internal/mcp"
 		}},
+		{"only internal/tracing and its tracingtest kit import OpenTelemetry", func(pkg, dep string) bool {
+			return strings.HasPrefix(dep, "go.opentelemetry.io/") && !strings.HasPrefix(pkg, "internal/tracing")
+		}},
+		{"internal/tracing imports no other internal package but llm and tools; its tracingtest kit none, and only tests import the kit", func(pkg, dep string) bool {
+			return pkg == "internal/tracing" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/llm" && dep != mod+"internal/tools" ||
+				pkg == "internal/tracing/tracingtest" && strings.HasPrefix(dep, mod+"internal/") ||
+				dep == mod+"internal/tracing/tracingtest"
+		}},
 		{"only internal/slackbot imports slack-go", func(pkg, dep string) bool {
 			return strings.HasPrefix(dep, "github.com/slack-go/slack") && !strings.HasPrefix(pkg, "internal/slackbot")
 		}},

@@ -18,6 +18,7 @@ import (
 	"github.com/askrepo/askrepo/internal/gitexec"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/tracing"
 	"github.com/askrepo/askrepo/internal/turn"
 )
 
@@ -148,16 +149,21 @@ func (t *terminal) ask(ctx context.Context, question string) error {
 	start := time.Now()
 	t.startTurn()
 	id := newTurnID()
+	ctx, span := t.core.tracer.StartTurn(ctx, tracing.Turn{Conversation: t.key.String(), Repo: repo, Question: question})
 	res, err := t.runner.Run(llm.WithText(ctx, t.hear), turn.Request{
 		Key: t.key, Session: loaded, Lease: lease, Repo: repo,
 		Question: question, TurnID: id, Observer: t, Log: t.core.log,
 	})
+	span.End(res.Usage, err)
 	t.endTurn(id, res, err)
 	if err != nil {
 		t.endLine()
 		return err
 	}
 	notes := t.showAnswer(res, lease.Commit)
+	if trace := span.TraceID(); trace != "" {
+		notes = append(notes, "trace "+trace)
+	}
 	t.out.style(dim, footer(res, time.Since(start), repo, lease.Commit, notes))
 	fmt.Fprintln(t.out)
 	return nil

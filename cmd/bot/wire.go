@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/agent"
@@ -19,6 +21,7 @@ import (
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/askrepo/askrepo/internal/tracing"
 	"github.com/askrepo/askrepo/internal/turn"
 )
 
@@ -61,9 +64,23 @@ type core struct {
 	// in-turn guard and the compaction between turns share it and budget.
 	cal    *budget.Calibrator
 	budget int
+	// tracer traces turns; nil (off) unless an OTLP endpoint is set.
+	tracer *tracing.Tracer
 }
 
-func (c *core) Close() error { return c.repos.Close() }
+// tracerFlushTimeout bounds the export of the last spans at exit: a
+// collector that is down must not hold a shutdown up.
+const tracerFlushTimeout = 5 * time.Second
+
+// Close sends the spans not yet exported and closes the repositories.
+func (c *core) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), tracerFlushTimeout)
+	defer cancel()
+	if err := c.tracer.Shutdown(ctx); err != nil {
+		c.log.Warn("export the last traces", "err", err)
+	}
+	return c.repos.Close()
+}
 
 // newCore opens the repositories (REPO_PATH, or the repos of BOT_CONFIG,
 // cloning url repos into BOT_DATA_DIR) and the model client. env looks up
@@ -104,6 +121,14 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 		}
 		model = client
 	}
+	tracer, err := tracing.New(ctx, tracing.Config{
+		Endpoint: cfg.Tracing.Endpoint, TracesEndpoint: cfg.Tracing.TracesEndpoint, Content: cfg.Tracing.Content,
+		Version: version, Provider: providerName(cfg.OpenAIBaseURL, demo), Model: name, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	model = tracer.Model(model)
 	var indexer repos.Indexer
 	if cfg.Index {
 		indexer = index.Indexer{Options: index.Options{Logger: log}}
@@ -118,22 +143,50 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 		Indexer:    indexer,
 	})
 	if err != nil {
+		_ = tracer.Shutdown(ctx)
 		return nil, fmt.Errorf("repositories: %w", err)
 	}
 	tokens := cfg.Budget
 	if tokens == 0 {
 		tokens = budget.DefaultBudget(name)
 	}
-	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens}, nil
+	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens, tracer: tracer}, nil
 }
 
 // toolbox is the tools over one lease, tools.Default: its checkout, and
-// its commit's code index once ready. They are the same, in the same
-// order, for every repository, so the tool definitions sent with each
-// request stay byte-identical and the provider's prompt cache holds
-// across turns, threads and repositories.
-func toolbox(l *repos.Lease) agent.Toolbox {
-	return tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
+// its commit's code index once ready, each call traced when tracing is on.
+// They are the same, in the same order, for every repository, so the tool
+// definitions sent with each request stay byte-identical and the
+// provider's prompt cache holds across turns, threads and repositories.
+func (c *core) toolbox(l *repos.Lease) agent.Toolbox {
+	return c.tracer.Tools(tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...))
+}
+
+// providerName is gen_ai.provider.name for the API at baseURL: the
+// conventions' name of a well-known provider, "openai" for the API every
+// other server here speaks.
+func providerName(baseURL string, demo bool) string {
+	if demo {
+		return "askrepo.demo"
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return "openai"
+	}
+	host := u.Hostname()
+	switch {
+	case strings.HasSuffix(host, "deepseek.com"):
+		return "deepseek"
+	case strings.HasSuffix(host, "openai.azure.com"):
+		return "azure.ai.openai"
+	case strings.HasSuffix(host, "x.ai"):
+		return "x_ai"
+	case strings.HasSuffix(host, "groq.com"):
+		return "groq"
+	case strings.HasSuffix(host, "mistral.ai"):
+		return "mistral_ai"
+	}
+	return "openai"
 }
 
 // clock dates the context a thread's first question carries to the model;
@@ -153,7 +206,7 @@ func (c *core) newRunner(store turn.Store) (*turn.Runner, error) {
 			Compact:     c.cal.Compactor(c.name, c.budget),
 			Logger:      cmp.Or(c.agentLog, c.log),
 		},
-		Tools:      toolbox,
+		Tools:      c.toolbox,
 		Budget:     c.budget,
 		Calibrator: c.cal,
 		Model:      c.name,

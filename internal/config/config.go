@@ -57,6 +57,8 @@ type Config struct {
 	Followups    string        // BOT_FOLLOWUPS: all | mention
 	AllowChannel []string      // BOT_ALLOW_CHANNELS
 	AllowUsers   []string      // BOT_ALLOW_USERS
+
+	Tracing Tracing // OTEL_EXPORTER_OTLP_*, BOT_TRACE_CONTENT (see tracing.go)
 }
 
 // Setting describes one variable: its name in the environment and in the
@@ -134,6 +136,11 @@ var Settings = []Setting{
 	{"BOT_FOLLOWUPS", "slack.followups", "all", "all: any reply in a thread the bot is in is a question; mention: only replies that mention it.", setEnum(func(c *Config) *string { return &c.Followups }, "all", "mention")},
 	{"BOT_ALLOW_CHANNELS", "slack.allow_channels", "", "Comma-separated channel IDs the bot answers in (DMs are D…); empty = everywhere it is invited.", setList(func(c *Config) *[]string { return &c.AllowChannel })},
 	{"BOT_ALLOW_USERS", "slack.allow_users", "", "Comma-separated user IDs allowed to ask; empty = everyone.", setList(func(c *Config) *[]string { return &c.AllowUsers })},
+	// Tracing keeps the names every OpenTelemetry SDK reads, so a
+	// platform's usual injection of them works unchanged.
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "", "OpenTelemetry collector base URL (OTLP/HTTP, traces to its /v1/traces); unset with the next one: no tracing.", setURL(func(c *Config) *string { return &c.Tracing.Endpoint })},
+	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", "", "Full OTLP/HTTP traces URL; overrides the base one.", setURL(func(c *Config) *string { return &c.Tracing.TracesEndpoint })},
+	{"BOT_TRACE_CONTENT", "", "false", "Put questions, answers, tool arguments and tool results (file contents) on the spans.", setBool(func(c *Config) *bool { return &c.Tracing.Content })},
 }
 
 // Load builds the configuration: defaults, then the YAML file named by

@@ -298,6 +298,7 @@ func (c *Client) plainOnce(ctx context.Context, creq openai.ChatCompletionReques
 		},
 		Usage:        usageFrom(&cr.Usage, x.body.Bytes()),
 		FinishReason: string(ch.FinishReason),
+		Model:        cr.Model,
 	}
 	return resp, c.checkTruncated(resp)
 }

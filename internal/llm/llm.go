@@ -87,6 +87,9 @@ type Response struct {
 	Message      Message
 	Usage        Usage
 	FinishReason string
+	// Model is the model that answered, as the server names it (often a
+	// dated version of the one asked for); empty when it does not say.
+	Model string
 }
 
 // Model is anything that completes a chat: the OpenAI-compatible client and

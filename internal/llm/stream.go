@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -61,6 +62,7 @@ func (c *Client) streamOnce(ctx context.Context, creq openai.ChatCompletionReque
 		if err := json.Unmarshal(raw, &chunk); err != nil {
 			return Response{}, fmt.Errorf("%w: a stream chunk is not JSON: %v", errMalformed, err)
 		}
+		resp.Model = cmp.Or(chunk.Model, resp.Model)
 		if chunk.Usage != nil {
 			// Servers with continuous usage stats send it on every chunk;
 			// it is cumulative, so the last one wins.

@@ -94,7 +94,7 @@ func New(cfg Config) (*Bot, error) {
 		intake:  newFIFO[queuedEvent](),
 		running: make(map[string]*runningTurn),
 	}
-	b.poster = NewPoster(b.api, PosterOptions{
+	b.poster = NewPoster(traceChat(b.api, cfg.Tracer), PosterOptions{
 		Logger:  cfg.Logger, // the poster names itself
 		OnError: func(method string, _ error) { m.slackErrors.WithLabelValues(method).Inc() },
 		On429:   func(method string) { m.slackRateLimited.WithLabelValues(method).Inc() },

@@ -11,6 +11,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/tracing"
 	"github.com/askrepo/askrepo/internal/turn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
@@ -164,6 +165,9 @@ type Config struct {
 	// Registry receives the bot's metrics; nil means a registry of its own.
 	// HTTPHandler serves whichever it is.
 	Registry *prometheus.Registry
+	// Tracer traces each turn and the Slack calls that post its answer;
+	// nil traces nothing.
+	Tracer *tracing.Tracer
 }
 
 // checkConfig names every problem of cfg at once.

@@ -121,6 +121,7 @@ func (b *Bot) runTurn(j *job) {
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, b.cfg.TurnTimeout, errTurnTimeout)
 	defer cancelTimeout()
 	t.ctx = ctx
+	defer t.traceTurn()()
 	defer b.track(t.res.id, &runningTurn{cancel: cancel, channel: t.in.Key.Channel})()
 	b.metrics.running.Inc()
 	defer b.metrics.running.Dec()
