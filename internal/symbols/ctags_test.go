@@ -95,18 +95,21 @@ func TestCtagsHostile(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
 		want       string
+		timeout    time.Duration
 	}{
-		{"hangs", "exec sleep 60", "deadline exceeded"},
-		{"floods", "exec yes '{\"_type\": \"tag\", \"name\": \"x\", \"path\": \"a.py\", \"line\": 1}'", "output exceeds"},
-		{"garbage", "echo 'not json'", "unexpected output"},
-		{"dies", "exit 3", "output ended"},
+		{"hangs", "exec sleep 60", "deadline exceeded", time.Second},
+		// The flood proves the output cap, not the timeout: it gets time
+		// enough to reach the cap on a loaded machine.
+		{"floods", "exec yes '{\"_type\": \"tag\", \"name\": \"x\", \"path\": \"a.py\", \"line\": 1}'", "output exceeds", 8 * time.Second},
+		{"garbage", "echo 'not json'", "unexpected output", time.Second},
+		{"dies", "exit 3", "output ended", time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewCtags(t.Context(), fakeCtags(t, tc.body), time.Second)
+			c, err := NewCtags(t.Context(), fakeCtags(t, tc.body), tc.timeout)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.MaxOutput = 1 << 20
+			c.MaxOutput = 64 << 10
 			start := time.Now()
 			got, err := c.Tags(t.Context(), src)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
