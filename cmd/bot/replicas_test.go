@@ -91,9 +91,13 @@ func (w *replicaWorld) startReplica() (*proc, int) {
 	w.env = append(slices.Clip(env), "BOT_DATA_DIR="+w.t.TempDir()) // the last value wins
 	p := w.start()
 	w.env = env
-	for _, id := range w.slack.LiveConns() {
-		if !slices.Contains(before, id) {
-			return p, id
+	// On a loaded machine the first connection may drop and be replaced
+	// just after the bot logs it: wait a while for the live one.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, id := range w.slack.LiveConns() {
+			if !slices.Contains(before, id) {
+				return p, id
+			}
 		}
 	}
 	w.t.Fatalf("the new replica has no connection of its own:\n%s", p.logs.String())
