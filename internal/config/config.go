@@ -57,6 +57,8 @@ type Config struct {
 	Followups    string        // BOT_FOLLOWUPS: all | mention
 	AllowChannel []string      // BOT_ALLOW_CHANNELS
 	AllowUsers   []string      // BOT_ALLOW_USERS
+
+	Budgets Budgets // the budgets section of BOT_CONFIG (no environment variable)
 }
 
 // Setting describes one variable: its name in the environment and in the
@@ -155,6 +157,9 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 	}
 	if file, ok := lookup("BOT_CONFIG"); ok && file != "" {
 		errs = append(errs, c.applyYAML(file)...)
+		var berrs []error
+		c.Budgets, berrs = readBudgets(file)
+		errs = append(errs, berrs...)
 	}
 	for _, s := range Settings {
 		v, ok := lookup(s.Env)
@@ -198,6 +203,9 @@ func (c Config) validate() error {
 	}
 	if c.RepoPath == "" {
 		errs = append(errs, errors.New("REPO_PATH: must not be empty"))
+	}
+	if err := c.checkBudgets(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
