@@ -61,15 +61,17 @@ func usageTurn(t *testing.T, st session.Store, id string, key session.Key, user,
 	}
 }
 
-func testUsageTotals(t *testing.T, x *h) {
+func u(p, c, o int) llm.Usage {
+	return llm.Usage{PromptTokens: p, CachedPromptTokens: c, CompletionTokens: o}
+}
+
+// storeUsageTurns stores turns before, in and after the period it returns.
+func storeUsageTurns(t *testing.T, x *h) (since, until time.Time) {
 	st := x.st
-	u := func(p, c, o int) llm.Usage {
-		return llm.Usage{PromptTokens: p, CachedPromptTokens: c, CompletionTokens: o}
-	}
 	// Before the period: never counted.
 	usageTurn(t, st, "old", keyA, "U1", "repo-a", "m1", u(1000, 0, 1000), session.TurnDone)
 	x.clock.Advance(time.Hour)
-	since := x.clock.Now() // a turn started exactly at Since counts
+	since = x.clock.Now() // a turn started exactly at Since counts
 	usageTurn(t, st, "a1", keyA, "U1", "repo-a", "m1", u(100, 40, 10), session.TurnDone)
 	usageTurn(t, st, "a2", keyA, "U2", "repo-b", "m2", u(200, 0, 20), session.TurnFailed)
 	usageTurn(t, st, "c1", keyC, "U2", "repo-b", "m1", u(300, 100, 30), session.TurnRunning)
@@ -81,9 +83,14 @@ func testUsageTotals(t *testing.T, x *h) {
 	mustAppend(t, st, "cont", []llm.Message{answer("rest")}, u(7, 0, 1))
 	mustEnd(t, st, "cont", session.TurnDone)
 	x.clock.Advance(time.Hour)
-	until := x.clock.Now() // a turn started exactly at Until does not
+	until = x.clock.Now() // a turn started exactly at Until does not
 	usageTurn(t, st, "late", keyA, "U1", "repo-a", "m1", u(9999, 0, 9999), session.TurnDone)
+	return since, until
+}
 
+func testUsageTotals(t *testing.T, x *h) {
+	st := x.st
+	since, until := storeUsageTurns(t, x)
 	if got := mustTurn(t, st, "cont"); got.Repo != "repo-a" || got.Model != "m1" {
 		t.Errorf("continued turn has repo %q model %q; want those of the turn it continues, repo-a m1", got.Repo, got.Model)
 	}
