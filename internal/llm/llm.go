@@ -87,6 +87,9 @@ type Response struct {
 	Message      Message
 	Usage        Usage
 	FinishReason string
+	// Attempts is how many times the request was sent before this reply
+	// (1 without retries); 0 from a model that does not say.
+	Attempts int
 }
 
 // Model is anything that completes a chat: the OpenAI-compatible client and
