@@ -12,6 +12,7 @@ import (
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/turn"
+	"github.com/askrepo/askrepo/internal/usage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 )
@@ -164,6 +165,9 @@ type Config struct {
 	// Registry receives the bot's metrics; nil means a registry of its own.
 	// HTTPHandler serves whichever it is.
 	Registry *prometheus.Registry
+	// Prices turn the tokens a turn spent into the estimated cost the
+	// metrics count (usage.Prices, from BOT_CONFIG); nil counts no cost.
+	Prices usage.Prices
 }
 
 // checkConfig names every problem of cfg at once.

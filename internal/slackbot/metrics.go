@@ -29,6 +29,7 @@ type metrics struct {
 	connected        prometheus.Gauge
 	compactions      prometheus.Counter
 	citations        *prometheus.CounterVec // in posted answers, by result: valid, flagged
+	usage            *usageMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -76,7 +77,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	return m, nil
+	var err error
+	m.usage, err = newUsageMetrics(reg)
+	return m, err
 }
 
 // metricsNamespace prefixes every series name; the constructors below

@@ -230,6 +230,9 @@ func (t *turnRun) answer(loaded turn.Loaded, question string) error {
 // turn's one summary line.
 func (t *turnRun) conclude(err error) {
 	b, in, res := t.b, t.in, &t.res
+	if t.overBudget(err) {
+		return
+	}
 	takenOver := errors.Is(err, errTakenOver) || errors.Is(context.Cause(t.ctx), errTakenOver)
 	if errors.Is(err, session.ErrTurnExists) {
 		// Its turn was stored by a process that died before marking the
@@ -339,6 +342,8 @@ func (t *turnRun) summary() {
 	if res.ref != "" {
 		attrs = append(attrs, "ref", res.ref)
 	}
+	attrs = append(attrs, t.governance()...)
+	t.countUsage()
 	t.log.Info("turn", attrs...)
 }
 
