@@ -23,6 +23,9 @@ var flagSpecs = []flagSpec{
 	{"http-addr", "BOT_HTTP_ADDR", "ADDR", "listener for /healthz and /metrics"},
 	{"max-steps", "BOT_MAX_STEPS", "N", "model requests per answer"},
 	{"in", "", "NAME", "the repository of BOT_CONFIG to run on (bot tool)"},
+	{"since", "", "AGE", "report the turns started this long ago or later: 30d, 12h, 90m (bot usage; default 30d)"},
+	{"by", "", "GROUP", "one line per channel, user, repo or model (bot usage; default one line)"},
+	{"json", "", "", "print the report as JSON (bot usage)"},
 	{"env-file", "", "FILE", "read settings from this .env file; without it ./.env is read unless it is inside a repository being answered about"},
 	{"v", "", "", "log debug details to stderr (sets BOT_LOG_LEVEL=debug)"},
 }
@@ -34,6 +37,7 @@ type flags struct {
 	envFile string
 	in      string // --in: a repository of BOT_CONFIG by name
 	verbose bool
+	report  reportFlags // bot usage
 }
 
 func newFlags(cmd command) *flags {
@@ -50,6 +54,12 @@ func newFlags(cmd command) *flags {
 			f.fs.StringVar(&f.envFile, s.name, "", s.help)
 		case "in":
 			f.fs.StringVar(&f.in, s.name, "", s.help)
+		case "since":
+			f.fs.StringVar(&f.report.since, s.name, "30d", s.help)
+		case "by":
+			f.fs.StringVar(&f.report.by, s.name, "", s.help)
+		case "json":
+			f.fs.BoolVar(&f.report.json, s.name, false, s.help)
 		default:
 			f.fs.String(s.name, "", s.help)
 		}

@@ -87,6 +87,8 @@ var (
 			[]string{"repo", "in", "config", "data-dir", "env-file", "v"}, true},
 		{"sessions", "bot sessions [flags]", "List the stored Slack thread sessions, newest first, with their token totals.",
 			[]string{"config", "data-dir", "env-file"}, false},
+		{"usage", "bot usage [--since 30d] [--by channel|user|repo|model] [--json]", "Report what the stored turns spent: answers, tokens (cached and uncached) and the cost estimated from\nthe price table of BOT_CONFIG (budgets.prices). Read from the store, so it covers every replica.",
+			[]string{"since", "by", "json", "config", "data-dir", "env-file"}, false},
 		{"healthcheck", "bot healthcheck [flags]", "Ask the running service's /healthz on BOT_HTTP_ADDR; exit status 0 when it answers 200.\nFor container health checks: it follows BOT_HTTP_ADDR, so no port is written twice.",
 			[]string{"http-addr", "env-file"}, false},
 		{"version", "bot version", "Print the version and commit the binary was built from (also bot --version).", nil, false},
@@ -102,6 +104,7 @@ Usage:
   bot chat [flags]             ask several questions in one conversation
   bot tool [NAME 'JSON']       run one tool on the checkout as the model would, or list the tools
   bot sessions [flags]         list stored Slack thread sessions and their token totals
+  bot usage [flags]            answers, tokens and estimated cost from the store, by channel, user, repo or model
   bot healthcheck [flags]      ask a running service's /healthz (for container health checks)
   bot version                  print the version and commit (also --version)
   bot help [command]           this text, or a command's flags (also bot COMMAND --help)
@@ -146,7 +149,7 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	name, args := splitCommand(args)
 	cmd, ok := commandNamed(name)
 	if !ok {
-		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, tool, sessions, healthcheck, version, help", name)}
+		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, tool, sessions, usage, healthcheck, version, help", name)}
 	}
 	fl := newFlags(cmd)
 	pos, err := fl.parse(args)
@@ -188,7 +191,7 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		}
 		return runHealthcheck(ctx, cfg, out)
 	}
-	cfg, err := loadConfig(env, given, name != "sessions", repoFlag)
+	cfg, err := loadConfig(env, given, name != "sessions" && name != "usage", repoFlag)
 	if err != nil {
 		return err
 	}
@@ -209,6 +212,8 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		return runChat(ctx, cfg, env, repoFlag, stdin, out, errOut)
 	case "sessions":
 		return runSessions(ctx, cfg, out)
+	case "usage":
+		return runUsage(ctx, cfg, fl.report, out)
 	}
 	if repoFlag && cfg.ConfigFile != "" {
 		if specs, err := repos.LoadFile(cfg.ConfigFile); err == nil && len(specs) > 0 {
@@ -226,7 +231,7 @@ func help(out io.Writer, args []string) error {
 	}
 	cmd, ok := commandNamed(args[0])
 	if !ok || len(args) > 1 {
-		return usageError{fmt.Sprintf("bot help takes one command name, got %q; commands: serve, ask, chat, tool, sessions, healthcheck, version, help", args)}
+		return usageError{fmt.Sprintf("bot help takes one command name, got %q; commands: serve, ask, chat, tool, sessions, usage, healthcheck, version, help", args)}
 	}
 	newFlags(cmd).printHelp(out)
 	return nil

@@ -98,6 +98,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		CrashAt:       testCrashAt(env, log),
 		Logger:        log,
 		Registry:      reg,
+		Prices:        cfg.Budgets.Prices,
 	})
 	if err != nil {
 		store.Close()

@@ -21,15 +21,9 @@ import (
 // Listing only reads: a SQLite store that does not exist yet is reported,
 // not created (with the data directory) as serving would.
 func runSessions(ctx context.Context, cfg config.Config, stdout io.Writer) error {
-	if spec := cfg.Store.Reveal(); spec == "" || spec == "sqlite" {
-		db := filepath.Join(cfg.DataDir, session.SQLiteFile)
-		if abs, err := filepath.Abs(db); err == nil {
-			db = abs
-		}
-		if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stdout, "No sessions: no store at %s (it is created when bot serve first runs with BOT_DATA_DIR=%s).\n", db, cfg.DataDir)
-			return nil
-		}
+	if db, missing := noStore(cfg); missing {
+		fmt.Fprintf(stdout, "No sessions: no store at %s (it is created when bot serve first runs with BOT_DATA_DIR=%s).\n", db, cfg.DataDir)
+		return nil
 	}
 	store, err := openStore(ctx, cfg)
 	if err != nil {
@@ -56,4 +50,19 @@ func runSessions(ctx context.Context, cfg config.Config, stdout io.Writer) error
 			s.Updated.Local().Format(time.DateTime))
 	}
 	return w.Flush()
+}
+
+// noStore reports whether the store is a SQLite file that does not exist
+// yet, and its path: a command that only reads says so rather than
+// creating it (with the data directory) as serving would.
+func noStore(cfg config.Config) (db string, missing bool) {
+	if spec := cfg.Store.Reveal(); spec != "" && spec != "sqlite" {
+		return "", false
+	}
+	db = filepath.Join(cfg.DataDir, session.SQLiteFile)
+	if abs, err := filepath.Abs(db); err == nil {
+		db = abs
+	}
+	_, err := os.Stat(db)
+	return db, errors.Is(err, fs.ErrNotExist)
 }
