@@ -100,3 +100,18 @@ func TestBudgetsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetsExample: the example file's budgets load as they read.
+func TestBudgetsExample(t *testing.T) {
+	c, err := Load(mapEnv(map[string]string{"BOT_CONFIG": "../../configs/askrepo.example.yaml"}), nil)
+	if err != nil {
+		t.Fatalf("Load the example: %v", err)
+	}
+	b := c.Budgets
+	if len(b.Limits) != 2 || b.Limits[1] != (Limit{Per: PerChannel, Period: PeriodMonth, Tokens: 50_000_000, Cost: 40}) {
+		t.Errorf("example limits %+v", b.Limits)
+	}
+	if p := b.Prices[c.OpenAIModel]; p != (Price{Input: 0.40, Cached: 0.10, Output: 1.60}) {
+		t.Errorf("example price of %s = %+v", c.OpenAIModel, p)
+	}
+}
