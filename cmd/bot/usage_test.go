@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/usage"
 )
@@ -160,5 +162,27 @@ func TestChatBudgetRefusesBeforeTheModel(t *testing.T) {
 	want := "Questions about widget have used today's budget of 100 tokens for each repository, so I am not asking the model; it resets at 00:00 UTC on"
 	if !strings.Contains(out.String(), want) || strings.Contains(errOut.String(), "error") {
 		t.Errorf("output lacks %q:\nstdout: %s\nstderr: %s", want, out.String(), errOut.String())
+	}
+}
+
+// The terminal's footer, its line per answer, says how many model
+// requests were sent again after a transient failure.
+func TestAskFooterCountsRetries(t *testing.T) {
+	var first sync.Once
+	fake := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		failed := false
+		first.Do(func() { failed = true })
+		if failed {
+			return llmtest.Reply{Status: 503}
+		}
+		return llmtest.Reply{Content: "fine"}
+	}, llmtest.WithKey("sk-test"))
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_STREAM": "false", "REPO_PATH": testRepo(t)})
+	var out, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"ask", "flaky?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "· 1 retried") {
+		t.Errorf("footer does not count the retry:\n%s", out.String())
 	}
 }
