@@ -117,6 +117,7 @@ func RunStoreTests(t *testing.T, s Suite) {
 		})
 	}
 	runLeaseTests(t, s)
+	runUsageTests(t, s)
 }
 
 var (

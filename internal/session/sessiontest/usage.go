@@ -8,9 +8,9 @@ import (
 	"github.com/askrepo/askrepo/internal/session"
 )
 
-// RunUsageTests is the contract of session.UsageTotals: the sums budgets
+// runUsageTests is the contract of session.UsageTotals: the sums budgets
 // and the usage report read, over the same store every replica writes.
-func RunUsageTests(t *testing.T, s Suite) {
+func runUsageTests(t *testing.T, s Suite) {
 	t.Run("usage totals by group, period and filter", func(t *testing.T) {
 		x := &h{t: t, clock: NewClock(base), dir: t.TempDir(), open: s.Open}
 		x.st = s.Open(t, x.dir, x.clock.Now)
