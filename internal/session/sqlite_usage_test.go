@@ -22,7 +22,7 @@ func TestSQLiteUsageUsesIndexes(t *testing.T) {
 	}{
 		{UsageFilter{Since: since, User: "U1"}, "turns_user_started"},
 		{UsageFilter{Since: since, Repo: "pay"}, "turns_repo_started"},
-		{UsageFilter{Since: since, Team: "T1", Channel: "C1"}, "sqlite_autoindex_sessions_1"},
+		{UsageFilter{Since: since, Team: "T1", Channel: "C1"}, "turns_session_started"},
 		{UsageFilter{Since: since, By: UsageByModel}, "turns_started"},
 	}
 	for _, tc := range cases {
