@@ -207,3 +207,22 @@ func TestTurnLineCountsRetries(t *testing.T) {
 		t.Errorf("turn line %v; want answered with retries 1", line)
 	}
 }
+
+// The model names the tools it calls: a name that is not a tool's shape
+// (a newline, JSON, something long) is written as "other", so the turn
+// line holds nothing the model wrote but tool names.
+func TestToolCounts(t *testing.T) {
+	cases := []struct {
+		called []string
+		want   string
+	}{
+		{nil, ""},
+		{[]string{"read_file", "list_files", "read_file", "read_file"}, "read_file×3,list_files"},
+		{[]string{"read_file\n{\"msg\":\"turn\"}", "Read File", strings.Repeat("a", 65), "", "git_log"}, "other×4,git_log"},
+	}
+	for _, tc := range cases {
+		if got := toolCounts(tc.called); got != tc.want {
+			t.Errorf("toolCounts(%q) = %q; want %q", tc.called, got, tc.want)
+		}
+	}
+}
