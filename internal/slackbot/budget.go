@@ -17,19 +17,26 @@ import (
 // channel, user or repository is used up; the model was not asked.
 const outcomeOverBudget = "over_budget"
 
-// overBudget handles a question the runner refused before asking the
-// model: the thread gets the one sentence that names the budget and when
-// it resets, no reference (nothing went wrong) and no warning reaction.
-// No turn was stored, so there is none to end.
+// overBudget handles a question refused before the model was asked,
+// and reports whether err was that refusal. The turn asks first, before
+// it reacts or leases a checkout (like the other one-sentence refusals,
+// nothing is read), and the runner asks again, which catches a budget
+// another replica used up in between. The thread gets the one sentence
+// that names the budget and when it resets, no reference (nothing went
+// wrong) and no warning reaction. No turn was stored: none to end. A
+// store that cannot say is left to the runner's check, which fails the
+// turn as any store failure does.
 func (t *turnRun) overBudget(err error) bool {
 	over, ok := errors.AsType[*usage.OverBudget](err)
 	if !ok {
 		return false
 	}
 	t.res.outcome = outcomeOverBudget
-	t.prog.finish()
+	if t.prog != nil { // refused by the runner, after the turn showed work
+		t.prog.finish()
+		t.b.unreact(t.post, t.in, reactWorking)
+	}
 	t.b.postOut(t.post, t.in, render.Outgoing{Text: over.Error()}, t.log)
-	t.b.unreact(t.post, t.in, reactWorking)
 	t.summary()
 	return true
 }

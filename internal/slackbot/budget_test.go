@@ -99,6 +99,11 @@ func TestBudgetRefusesBeforeTheModel(t *testing.T) {
 			if n := h.ai.Count(); n != 0 {
 				t.Errorf("model got %d requests; want none for a question over budget", n)
 			}
+			// Refused before the turn shows any work, as the other
+			// one-sentence refusals are.
+			if adds := h.slack.Snapshot().CallsTo("reactions.add"); len(adds) != 0 {
+				t.Errorf("reactions added: %v; want none for a refused question", adds)
+			}
 			if u, _ := store.UsageTotals(t.Context(), session.UsageFilter{}); len(u) != 1 || u[0].Turns != 1 {
 				t.Errorf("store totals %+v; want the seeded turn alone (a refusal stores no turn)", u)
 			}

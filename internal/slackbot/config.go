@@ -24,6 +24,9 @@ type Turns interface {
 	Load(ctx context.Context, key session.Key) (turn.Loaded, error)
 	Run(ctx context.Context, req turn.Request) (turn.Result, error)
 	Resume(ctx context.Context, req turn.Request, rerun bool) (turn.Result, error)
+	// Admit refuses a new question over a budget (*usage.OverBudget)
+	// before anything of it shows.
+	Admit(ctx context.Context, key session.Key, user, repo string) error
 	// ToolNames are the tools a turn offers, the only tool names metrics
 	// are labelled with; ModelName names the model in the log.
 	ToolNames() []string

@@ -181,6 +181,9 @@ func (t *turnRun) run() {
 		t.log.Info("turn", "user", in.User, "outcome", bound.outcome, "duration", time.Since(t.start).Round(time.Millisecond))
 		return
 	}
+	if err == nil && t.j.recovered == nil && t.overBudget(b.cfg.Turns.Admit(t.post, in.Key, in.User, bound.repo)) {
+		return
+	}
 	b.react(t.post, in, reactWorking)
 	b.setStatus(t.post, in, "is reading the repository…")
 	t.prog = newProgress(b, in, t.res.id)

@@ -105,6 +105,16 @@ func New(cfg Config) (*Runner, error) {
 	return &Runner{cfg: cfg}, nil
 }
 
+// Admit asks the Quota whether a new question in the thread key, from
+// user, about repo may reach the model; nil without a Quota. Run asks it
+// too: an adapter that asks first can refuse before it shows any work.
+func (r *Runner) Admit(ctx context.Context, key session.Key, user, repo string) error {
+	if r.cfg.Quota == nil {
+		return nil
+	}
+	return r.cfg.Quota.Admit(ctx, key, user, repo)
+}
+
 // ModelName is the model's name, as configured.
 func (r *Runner) ModelName() string { return r.cfg.Model }
 
@@ -197,11 +207,9 @@ type Result struct {
 // as started and runs the agent over the lease.
 func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	req.Log = orDiscard(req.Log)
-	if r.cfg.Quota != nil {
-		// Before anything that may call the model, compaction included.
-		if err := r.cfg.Quota.Admit(ctx, req.Key, req.User, req.Repo); err != nil {
-			return Result{}, err
-		}
+	// Before anything that may call the model, compaction included.
+	if err := r.Admit(ctx, req.Key, req.User, req.Repo); err != nil {
+		return Result{}, err
 	}
 	a, err := r.newAgent(req)
 	if err != nil {
