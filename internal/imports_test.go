@@ -82,6 +82,10 @@ func TestImportRules(t *testing.T) {
 			return pkg == "internal/cite" && strings.HasPrefix(dep, mod+"internal/") &&
 				dep != mod+"internal/gitexec" && dep != mod+"internal/mdscan" && dep != mod+"internal/ctxio"
 		}},
+		{"internal/usage imports no other internal package but session, llm and config", func(pkg, dep string) bool {
+			return pkg == "internal/usage" && strings.HasPrefix(dep, mod+"internal/") &&
+				dep != mod+"internal/session" && dep != mod+"internal/llm" && dep != mod+"internal/config"
+		}},
 		{"internal/ctxio imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/ctxio" && strings.HasPrefix(dep, mod+"internal/")
 		}},

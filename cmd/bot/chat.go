@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
 
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/usage"
 )
 
 const chatHelp = `Commands:
@@ -125,6 +127,9 @@ func (t *terminal) askInterruptibly(ctx context.Context, q string) (interrupted 
 		t.out.style(dim, "(Ctrl-C again or Ctrl-D quits)")
 		fmt.Fprintln(t.out)
 		return true
+	case errors.As(err, new(*usage.OverBudget)):
+		// A refusal, not a failure: the sentence says why and until when.
+		fmt.Fprintln(t.out, err.Error())
 	case err != nil && ctx.Err() == nil:
 		t.errOut.style(red, "error: "+err.Error())
 		fmt.Fprintln(t.errOut)

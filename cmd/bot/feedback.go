@@ -207,20 +207,3 @@ func writeJSON(w io.Writer, v any) error {
 	_, err := w.Write(out)
 	return err
 }
-
-// parseSince reads --since: days as "7d", or a Go duration ("36h").
-func parseSince(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		var n int
-		n, err = strconv.Atoi(days)
-		d = time.Duration(n) * 24 * time.Hour
-		if n > 100*365 {
-			d = 0 // past a century the duration overflows
-		}
-	}
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--since %q is not an age: give days (7d) or a Go duration (36h)", s)
-	}
-	return d, nil
-}

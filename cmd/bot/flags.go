@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // flagSpec is one command-line flag. A flag with an env overrides that
@@ -23,7 +25,8 @@ var flagSpecs = []flagSpec{
 	{"http-addr", "BOT_HTTP_ADDR", "ADDR", "listener for /healthz and /metrics"},
 	{"max-steps", "BOT_MAX_STEPS", "N", "model requests per answer"},
 	{"in", "", "NAME", "the repository of BOT_CONFIG to run on (bot tool)"},
-	{"since", "", "AGE", "how far back to list, in days (7d) or as a Go duration (36h); default 7d"},
+	{"since", "", "AGE", "how far back to look, in days (7d) or as a Go duration (36h); default 7d for bot feedback, 30d for bot usage"},
+	{"by", "", "GROUP", "one line per channel, user, repo or model (bot usage; default one line)"},
 	{"json", "", "", "print JSON instead of text"},
 	{"env-file", "", "FILE", "read settings from this .env file; without it ./.env is read unless it is inside a repository being answered about"},
 	{"v", "", "", "log debug details to stderr (sets BOT_LOG_LEVEL=debug)"},
@@ -35,9 +38,10 @@ type flags struct {
 	fs      *flag.FlagSet
 	envFile string
 	in      string // --in: a repository of BOT_CONFIG by name
-	since   string // --since: how far back bot feedback lists
-	json    bool   // --json: bot feedback prints JSON
+	since   string // --since: how far back bot feedback and bot usage look; empty for their own default
+	json    bool   // --json: print JSON instead of text
 	verbose bool
+	by      string // --by: bot usage's grouping
 }
 
 func newFlags(cmd command) *flags {
@@ -55,7 +59,9 @@ func newFlags(cmd command) *flags {
 		case "in":
 			f.fs.StringVar(&f.in, s.name, "", s.help)
 		case "since":
-			f.fs.StringVar(&f.since, s.name, "7d", s.help)
+			f.fs.StringVar(&f.since, s.name, "", s.help)
+		case "by":
+			f.fs.StringVar(&f.by, s.name, "", s.help)
 		case "json":
 			f.fs.BoolVar(&f.json, s.name, false, s.help)
 		default:
@@ -166,4 +172,21 @@ func (f *flags) printHelp(w io.Writer) {
 	case f.cmd.args:
 		fmt.Fprintln(w, "\nFlags may come before or after the question; -- ends them.")
 	}
+}
+
+// parseSince reads --since (bot feedback, bot usage): days as "7d", or a Go duration ("36h").
+func parseSince(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		n, err = strconv.Atoi(days)
+		d = time.Duration(n) * 24 * time.Hour
+		if n > 100*365 {
+			d = 0 // past a century the duration overflows
+		}
+	}
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("--since %q is not an age: give days (7d) or a Go duration (36h)", s)
+	}
+	return d, nil
 }

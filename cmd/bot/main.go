@@ -11,6 +11,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -89,6 +90,8 @@ var (
 			[]string{"config", "data-dir", "env-file"}, false},
 		{"feedback", "bot feedback [--since 7d] [--json] [flags]", "List the feedback people gave answers in Slack, newest first, with each answer's question,\nan excerpt of it, its repo and commit, and its tool calls, for review.",
 			[]string{"since", "json", "config", "data-dir", "env-file"}, false},
+		{"usage", "bot usage [--since 30d] [--by channel|user|repo|model] [--json]", "Report what the stored turns spent: answers, tokens (cached and uncached) and the cost estimated from\nthe price table of BOT_CONFIG (budgets.prices). Read from the store, so it covers every replica.",
+			[]string{"since", "by", "json", "config", "data-dir", "env-file"}, false},
 		{"healthcheck", "bot healthcheck [flags]", "Ask the running service's /healthz on BOT_HTTP_ADDR; exit status 0 when it answers 200.\nFor container health checks: it follows BOT_HTTP_ADDR, so no port is written twice.",
 			[]string{"http-addr", "env-file"}, false},
 		{"version", "bot version", "Print the version and commit the binary was built from (also bot --version).", nil, false},
@@ -105,6 +108,7 @@ Usage:
   bot tool [NAME 'JSON']       run one tool on the checkout as the model would, or list the tools
   bot sessions [flags]         list stored Slack thread sessions and their token totals
   bot feedback [--since 7d]    list the 👍/👎 people gave answers, with what they rate
+  bot usage [flags]            answers, tokens and estimated cost from the store, by channel, user, repo or model
   bot healthcheck [flags]      ask a running service's /healthz (for container health checks)
   bot version                  print the version and commit (also --version)
   bot help [command]           this text, or a command's flags (also bot COMMAND --help)
@@ -149,7 +153,7 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	name, args := splitCommand(args)
 	cmd, ok := commandNamed(name)
 	if !ok {
-		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, tool, sessions, feedback, healthcheck, version, help", name)}
+		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, tool, sessions, feedback, usage, healthcheck, version, help", name)}
 	}
 	fl := newFlags(cmd)
 	pos, err := fl.parse(args)
@@ -191,7 +195,8 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		}
 		return runHealthcheck(ctx, cfg, out)
 	}
-	cfg, err := loadConfig(env, given, name != "sessions" && name != "feedback", repoFlag)
+	_, report := storeReports[name]
+	cfg, err := loadConfig(env, given, !report, repoFlag)
 	if err != nil {
 		return err
 	}
@@ -210,10 +215,9 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		return runTool(ctx, cfg, env, repoFlag, fl.in, pos, isTerminal(stderr), out, errOut)
 	case "chat":
 		return runChat(ctx, cfg, env, repoFlag, stdin, out, errOut)
-	case "sessions":
-		return runSessions(ctx, cfg, out)
-	case "feedback":
-		return runFeedback(ctx, cfg, fl.since, fl.json, out)
+	}
+	if report {
+		return storeReports[name](ctx, cfg, fl, out)
 	}
 	if repoFlag && cfg.ConfigFile != "" {
 		if specs, err := repos.LoadFile(cfg.ConfigFile); err == nil && len(specs) > 0 {
@@ -221,6 +225,20 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		}
 	}
 	return runServe(ctx, cfg, env, errOut)
+}
+
+// storeReports are the commands that only read the session store: they
+// need no repository, and create no store that is not there.
+var storeReports = map[string]func(context.Context, config.Config, *flags, io.Writer) error{
+	"sessions": func(ctx context.Context, cfg config.Config, _ *flags, out io.Writer) error {
+		return runSessions(ctx, cfg, out)
+	},
+	"feedback": func(ctx context.Context, cfg config.Config, fl *flags, out io.Writer) error {
+		return runFeedback(ctx, cfg, cmp.Or(fl.since, "7d"), fl.json, out)
+	},
+	"usage": func(ctx context.Context, cfg config.Config, fl *flags, out io.Writer) error {
+		return runUsage(ctx, cfg, reportFlags{since: cmp.Or(fl.since, "30d"), by: fl.by, json: fl.json}, out)
+	},
 }
 
 // help prints the overview, or one command's help.
@@ -231,7 +249,7 @@ func help(out io.Writer, args []string) error {
 	}
 	cmd, ok := commandNamed(args[0])
 	if !ok || len(args) > 1 {
-		return usageError{fmt.Sprintf("bot help takes one command name, got %q; commands: serve, ask, chat, tool, sessions, feedback, healthcheck, version, help", args)}
+		return usageError{fmt.Sprintf("bot help takes one command name, got %q; commands: serve, ask, chat, tool, sessions, feedback, usage, healthcheck, version, help", args)}
 	}
 	newFlags(cmd).printHelp(out)
 	return nil

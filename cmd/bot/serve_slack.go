@@ -99,6 +99,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		Logger:        log,
 		Registry:      reg,
 		Tracer:        c.tracer,
+		Prices:        cfg.Budgets.Prices,
 	})
 	if err != nil {
 		store.Close()

@@ -56,11 +56,11 @@ func runSessions(ctx context.Context, cfg config.Config, stdout io.Writer) error
 // does not exist yet, with the file's path: a command that only reads
 // says so rather than create it (with the data directory) as serving
 // would.
-func sqliteStoreMissing(cfg config.Config) (string, bool) {
+func sqliteStoreMissing(cfg config.Config) (db string, missing bool) {
 	if spec := cfg.Store.Reveal(); spec != "" && spec != "sqlite" {
 		return "", false
 	}
-	db := filepath.Join(cfg.DataDir, session.SQLiteFile)
+	db = filepath.Join(cfg.DataDir, session.SQLiteFile)
 	if abs, err := filepath.Abs(db); err == nil {
 		db = abs
 	}

@@ -208,6 +208,9 @@ func footer(res turn.Result, took time.Duration, repo, commit string, notes []st
 		s += fmt.Sprintf(" (%d cached)", loop.Usage.CachedPromptTokens)
 	}
 	s += fmt.Sprintf(" · %d out · %.1fs", loop.Usage.CompletionTokens, took.Seconds())
+	if loop.Retries > 0 {
+		s += fmt.Sprintf(" · %d retried", loop.Retries)
+	}
 	for _, n := range notes {
 		s += " · " + n
 	}

@@ -20,9 +20,11 @@ import (
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/logging"
 	"github.com/askrepo/askrepo/internal/repos"
+	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
 	"github.com/askrepo/askrepo/internal/tracing"
 	"github.com/askrepo/askrepo/internal/turn"
+	"github.com/askrepo/askrepo/internal/usage"
 )
 
 // demoNotice is printed when no API key is set, so nobody mistakes the demo
@@ -196,7 +198,11 @@ var clock = time.Now
 // newRunner builds the turn runner over store: the same one runs the
 // terminal's turns and Slack's, so both send the model the same bytes for
 // the same history.
-func (c *core) newRunner(store turn.Store) (*turn.Runner, error) {
+func (c *core) newRunner(store runnerStore) (*turn.Runner, error) {
+	var quota turn.Quota
+	if c.cfg.Budgets.Set() {
+		quota = usage.NewGate(c.cfg.Budgets, store, clock)
+	}
 	return turn.New(turn.Config{
 		Store: store,
 		Agent: agent.Config{
@@ -211,7 +217,15 @@ func (c *core) newRunner(store turn.Store) (*turn.Runner, error) {
 		Calibrator: c.cal,
 		Model:      c.name,
 		Now:        clock,
+		Quota:      quota,
 	})
+}
+
+// runnerStore is the store a runner turns over: its turns, and the sums
+// of their usage that the budgets are checked against.
+type runnerStore interface {
+	turn.Store
+	session.UsageTotals
 }
 
 // missingRepo is the error for a single checkout that is not there.

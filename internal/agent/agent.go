@@ -204,6 +204,9 @@ type Turn struct {
 	// Repeating reports that the answer came from a final request without
 	// tools because the model kept asking for calls it had already made.
 	Repeating bool
+	// Retries counts the model requests sent again after a transient
+	// failure (a 429, a 5xx, a broken stream), over the turn's steps.
+	Retries int
 }
 
 // Run answers one user message. history is the session so far, without the

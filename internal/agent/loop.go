@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -141,9 +142,13 @@ func (r *run) request(ctx context.Context, specs []llm.ToolSpec) (llm.Message, e
 	r.turn.Steps++
 	msgs := r.wireMessages(specs)
 	resp, err := r.a.model.Complete(ctx, llm.Request{Messages: msgs, Tools: specs})
+	if apiErr, ok := errors.AsType[*llm.APIError](err); ok {
+		r.turn.Retries += max(apiErr.Attempts-1, 0)
+	}
 	if err != nil {
 		return llm.Message{}, fmt.Errorf("agent: step %d: model request: %w", r.step, err)
 	}
+	r.turn.Retries += max(resp.Attempts-1, 0)
 	r.turn.Usage = r.turn.Usage.Add(resp.Usage)
 	r.turn.LastPromptTokens = resp.Usage.PromptTokens
 	r.usage = r.usage.Add(resp.Usage)

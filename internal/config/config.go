@@ -59,6 +59,7 @@ type Config struct {
 	AllowUsers   []string      // BOT_ALLOW_USERS
 
 	Tracing Tracing // OTEL_EXPORTER_OTLP_*, BOT_TRACE_CONTENT (see tracing.go)
+	Budgets Budgets // the budgets section of BOT_CONFIG (no environment variable)
 }
 
 // Setting describes one variable: its name in the environment and in the
@@ -162,6 +163,9 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 	}
 	if file, ok := lookup("BOT_CONFIG"); ok && file != "" {
 		errs = append(errs, c.applyYAML(file)...)
+		var berrs []error
+		c.Budgets, berrs = readBudgets(file)
+		errs = append(errs, berrs...)
 	}
 	for _, s := range Settings {
 		v, ok := lookup(s.Env)
@@ -205,6 +209,9 @@ func (c Config) validate() error {
 	}
 	if c.RepoPath == "" {
 		errs = append(errs, errors.New("REPO_PATH: must not be empty"))
+	}
+	if err := c.checkBudgets(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -194,6 +194,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 				"tool_calls", len(resp.Message.ToolCalls), "finish_reason", resp.FinishReason,
 				"prompt_tokens", resp.Usage.PromptTokens, "cached_tokens", resp.Usage.CachedPromptTokens,
 				"completion_tokens", resp.Usage.CompletionTokens)
+			resp.Attempts = attempt
 			return resp, nil
 		}
 		if errors.Is(err, ErrTruncated) {

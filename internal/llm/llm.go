@@ -90,6 +90,9 @@ type Response struct {
 	// Model is the model that answered, as the server names it (often a
 	// dated version of the one asked for); empty when it does not say.
 	Model string
+	// Attempts is how many times the request was sent before this reply
+	// (1 without retries); 0 from a model that does not say.
+	Attempts int
 }
 
 // Model is anything that completes a chat: the OpenAI-compatible client and

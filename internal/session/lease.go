@@ -136,4 +136,5 @@ type Backend interface {
 	Queue
 	Stops
 	Activity
+	UsageTotals
 }

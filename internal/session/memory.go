@@ -128,6 +128,7 @@ func (m *Memory) StartTurn(ctx context.Context, t Turn, repo string, userMsg llm
 	m.sessions[t.Key] = s
 
 	t.State = TurnRunning
+	t.Repo = repo
 	if t.Started.IsZero() {
 		t.Started = now
 	}

@@ -155,9 +155,9 @@ func (s *Postgres) StartTurn(ctx context.Context, t Turn, repo string, userMsg l
 		started := startedAt(t, now)
 		// The turn goes in before the message: a known ID rolls the whole
 		// transaction back, history included.
-		tag, err := tx.Exec(ctx, `INSERT INTO turns (id, session_id, state, user_id, question, msg_ts, started)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
-			t.ID, id, string(TurnRunning), pgText(t.User), pgText(t.Question), pgText(t.MsgTS), started)
+		tag, err := tx.Exec(ctx, `INSERT INTO turns (id, session_id, state, user_id, question, msg_ts, started, repo, model)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+			t.ID, id, string(TurnRunning), pgText(t.User), pgText(t.Question), pgText(t.MsgTS), started, pgText(repo), pgText(t.Model))
 		if err != nil {
 			return fmt.Errorf("insert turn: %w", err)
 		}
@@ -278,8 +278,8 @@ func (s *Postgres) ContinueTurn(ctx context.Context, oldID string, next Turn) er
 		now := s.now().UnixNano()
 		started := startedAt(next, now)
 		tag, err := tx.Exec(ctx, `INSERT INTO turns (id, session_id, state, user_id, question, msg_ts, started,
-			steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts)
-			SELECT $1, session_id, $2, user_id, question, msg_ts, $3, steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts
+			steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts, repo, model)
+			SELECT $1, session_id, $2, user_id, question, msg_ts, $3, steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts, repo, model
 			FROM turns WHERE id = $4
 			ON CONFLICT (id) DO NOTHING`, next.ID, string(TurnRunning), started, oldID)
 		if err != nil {

@@ -154,6 +154,17 @@ var migrations = []string{
 		PRIMARY KEY (turn_id, user_id)
 	) WITHOUT ROWID;
 	CREATE INDEX feedback_at ON feedback (at);`,
+	// What usage is counted by (see UsageTotals): the repository and the
+	// model of each turn, and indexes for summing a period's turns by
+	// time, user, repository or thread (a channel's threads come from
+	// sessions' own index). Older turns take their session's repo.
+	`ALTER TABLE turns ADD COLUMN repo TEXT NOT NULL DEFAULT '';
+	ALTER TABLE turns ADD COLUMN model TEXT NOT NULL DEFAULT '';
+	UPDATE turns SET repo = (SELECT repo FROM sessions WHERE sessions.id = turns.session_id);
+	CREATE INDEX turns_started ON turns (started);
+	CREATE INDEX turns_user_started ON turns (user_id, started);
+	CREATE INDEX turns_repo_started ON turns (repo, started);
+	CREATE INDEX turns_session_started ON turns (session_id, started);`,
 }
 
 // OpenSQLite opens (creating if needed) the store at path and brings its

@@ -156,8 +156,8 @@ func (s *SQLite) StartTurn(ctx context.Context, t Turn, repo string, userMsg llm
 			return err
 		}
 		started := startedAt(t, now)
-		_, err = tx.ExecContext(ctx, `INSERT INTO turns (id, session_id, state, user_id, question, msg_ts, started)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, t.ID, id, string(TurnRunning), t.User, t.Question, t.MsgTS, started)
+		_, err = tx.ExecContext(ctx, `INSERT INTO turns (id, session_id, state, user_id, question, msg_ts, started, repo, model)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, id, string(TurnRunning), t.User, t.Question, t.MsgTS, started, repo, t.Model)
 		if err != nil {
 			return fmt.Errorf("insert turn: %w", err)
 		}
@@ -282,8 +282,8 @@ func (s *SQLite) ContinueTurn(ctx context.Context, oldID string, next Turn) erro
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO turns (id, session_id, state, user_id, question, msg_ts, started,
-			steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts)
-			SELECT ?, session_id, ?, user_id, question, msg_ts, ?, steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts
+			steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts, repo, model)
+			SELECT ?, session_id, ?, user_id, question, msg_ts, ?, steps, prompt_tokens, cached_prompt_tokens, completion_tokens, parts, repo, model
 			FROM turns WHERE id = ?`, next.ID, string(TurnRunning), started, oldID); err != nil {
 			return fmt.Errorf("insert turn: %w", err)
 		}

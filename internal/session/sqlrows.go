@@ -118,7 +118,7 @@ func scanSession(sc scanner) (Session, error) {
 
 // turnColumns selects what scanTurn reads; the query goes on with WHERE.
 const turnColumns = `t.id, s.team, s.channel, s.thread, t.state, t.user_id, t.question, t.msg_ts, t.started, t.ended,
-	t.steps, t.prompt_tokens, t.cached_prompt_tokens, t.completion_tokens, t.err_ref, t.parts
+	t.steps, t.prompt_tokens, t.cached_prompt_tokens, t.completion_tokens, t.err_ref, t.parts, t.repo, t.model
 	FROM turns t JOIN sessions s ON s.id = t.session_id`
 
 func scanTurn(sc scanner) (Turn, error) {
@@ -127,7 +127,7 @@ func scanTurn(sc scanner) (Turn, error) {
 	var started, ended int64
 	var parts string
 	err := sc.Scan(&t.ID, &t.Key.Team, &t.Key.Channel, &t.Key.Thread, &state, &t.User, &t.Question, &t.MsgTS, &started, &ended,
-		&t.Steps, &t.Usage.PromptTokens, &t.Usage.CachedPromptTokens, &t.Usage.CompletionTokens, &t.ErrRef, &parts)
+		&t.Steps, &t.Usage.PromptTokens, &t.Usage.CachedPromptTokens, &t.Usage.CompletionTokens, &t.ErrRef, &parts, &t.Repo, &t.Model)
 	if parts != "" {
 		t.Parts = strings.Fields(parts)
 	}

@@ -51,12 +51,16 @@ type Turn struct {
 	State    TurnState
 	User     string // Slack user who asked
 	Question string // the question as asked (mention stripped)
-	MsgTS    string // ts of the message that asked, for replies and dedupe
-	Started  time.Time
-	Ended    time.Time
-	Steps    int
-	Usage    llm.Usage
-	ErrRef   string // short reference shown to people and logged with the error
+	// Repo is the repository the turn answers from (StartTurn's repo) and
+	// Model the model it asked: what usage is counted by.
+	Repo    string
+	Model   string
+	MsgTS   string // ts of the message that asked, for replies and dedupe
+	Started time.Time
+	Ended   time.Time
+	Steps   int
+	Usage   llm.Usage
+	ErrRef  string // short reference shown to people and logged with the error
 	// Parts are the Slack ts of the answer's messages posted so far, in
 	// order (a long answer is several messages), so a turn cut off
 	// between two of them posts only the rest.

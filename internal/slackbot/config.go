@@ -13,6 +13,7 @@ import (
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tracing"
 	"github.com/askrepo/askrepo/internal/turn"
+	"github.com/askrepo/askrepo/internal/usage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/slack-go/slack"
 )
@@ -24,6 +25,9 @@ type Turns interface {
 	Load(ctx context.Context, key session.Key) (turn.Loaded, error)
 	Run(ctx context.Context, req turn.Request) (turn.Result, error)
 	Resume(ctx context.Context, req turn.Request, rerun bool) (turn.Result, error)
+	// Admit refuses a new question over a budget (*usage.OverBudget)
+	// before anything of it shows.
+	Admit(ctx context.Context, key session.Key, user, repo string) error
 	// ToolNames are the tools a turn offers, the only tool names metrics
 	// are labelled with; ModelName names the model in the log.
 	ToolNames() []string
@@ -168,6 +172,9 @@ type Config struct {
 	// Tracer traces each turn and the Slack calls that post its answer;
 	// nil traces nothing.
 	Tracer *tracing.Tracer
+	// Prices turn the tokens a turn spent into the estimated cost the
+	// metrics count (usage.Prices, from BOT_CONFIG); nil counts no cost.
+	Prices usage.Prices
 }
 
 // checkConfig names every problem of cfg at once.

@@ -30,6 +30,7 @@ type metrics struct {
 	compactions      prometheus.Counter
 	citations        *prometheus.CounterVec // in posted answers, by result: valid, flagged
 	feedback         *prometheus.CounterVec // 👍/👎 clicks recorded, by rating: up, down
+	usage            *usageMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -81,7 +82,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	return m, nil
+	var err error
+	m.usage, err = newUsageMetrics(reg)
+	return m, err
 }
 
 // metricsNamespace prefixes every series name; the constructors below

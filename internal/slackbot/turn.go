@@ -182,6 +182,9 @@ func (t *turnRun) run() {
 		t.log.Info("turn", "user", in.User, "outcome", bound.outcome, "duration", time.Since(t.start).Round(time.Millisecond))
 		return
 	}
+	if err == nil && t.j.recovered == nil && t.overBudget(b.cfg.Turns.Admit(t.post, in.Key, in.User, bound.repo)) {
+		return
+	}
 	b.react(t.post, in, reactWorking)
 	b.setStatus(t.post, in, "is reading the repository…")
 	t.prog = newProgress(b, in, t.res.id)
@@ -231,6 +234,9 @@ func (t *turnRun) answer(loaded turn.Loaded, question string) error {
 // turn's one summary line.
 func (t *turnRun) conclude(err error) {
 	b, in, res := t.b, t.in, &t.res
+	if t.overBudget(err) {
+		return
+	}
 	takenOver := errors.Is(err, errTakenOver) || errors.Is(context.Cause(t.ctx), errTakenOver)
 	if errors.Is(err, session.ErrTurnExists) {
 		// Its turn was stored by a process that died before marking the
@@ -340,6 +346,8 @@ func (t *turnRun) summary() {
 	if res.ref != "" {
 		attrs = append(attrs, "ref", res.ref)
 	}
+	attrs = append(attrs, t.governance()...)
+	t.countUsage()
 	t.log.Info("turn", attrs...)
 }
 

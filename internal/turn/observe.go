@@ -71,6 +71,7 @@ type recorder struct {
 	mu        sync.Mutex
 	steps     int
 	toolCalls int
+	called    []string // the tools' names, in the order called
 	usage     llm.Usage
 	persist   error
 }
@@ -88,6 +89,7 @@ func (r *Runner) newRecorder(ctx context.Context, cancel context.CancelCauseFunc
 func (o *recorder) ToolStarted(step int, call tools.Call) {
 	o.mu.Lock()
 	o.toolCalls++
+	o.called = append(o.called, call.Name)
 	o.mu.Unlock()
 	o.req.Observer.ToolStarted(Call{Step: step, ID: call.ID, Name: call.Name, Args: string(call.Input), Brief: o.describe(call)})
 }
@@ -158,6 +160,12 @@ func (o *recorder) totals() (steps, toolCalls int, usage llm.Usage) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.steps, o.toolCalls, o.usage
+}
+
+func (o *recorder) calledTools() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.called)
 }
 
 func (o *recorder) persistErr() error {

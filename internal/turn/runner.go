@@ -34,6 +34,13 @@ type Store interface {
 
 var _ Store = session.Store(nil)
 
+// Quota decides whether a new question may reach the model: nil admits
+// it, an error refuses it (usage.Gate's *OverBudget is the sentence to
+// show). usage.Gate has it.
+type Quota interface {
+	Admit(ctx context.Context, key session.Key, user, repo string) error
+}
+
 // Config is what every turn shares. Store, Agent.Model and Tools are
 // required.
 type Config struct {
@@ -54,6 +61,9 @@ type Config struct {
 	Budget     int
 	Calibrator *budget.Calibrator
 	Model      string
+	// Quota, when set, is asked before each new question (not a resumed
+	// one: a turn under way finishes).
+	Quota Quota
 	// Now is the clock of the preamble's date and the turn's start; nil
 	// means time.Now.
 	Now func() time.Time
@@ -93,6 +103,16 @@ func New(cfg Config) (*Runner, error) {
 		cfg.Now = time.Now
 	}
 	return &Runner{cfg: cfg}, nil
+}
+
+// Admit asks the Quota whether a new question in the thread key, from
+// user, about repo may reach the model; nil without a Quota. Run asks it
+// too: an adapter that asks first can refuse before it shows any work.
+func (r *Runner) Admit(ctx context.Context, key session.Key, user, repo string) error {
+	if r.cfg.Quota == nil {
+		return nil
+	}
+	return r.cfg.Quota.Admit(ctx, key, user, repo)
 }
 
 // ModelName is the model's name, as configured.
@@ -168,6 +188,9 @@ type Result struct {
 	Steps       int
 	ToolCalls   int
 	HitMaxSteps bool
+	// Tools are the names of the tools called, in order, a name once per
+	// call (the model may name a tool that does not exist).
+	Tools []string
 	// Loop is the agent loop's own account of the turn: its Steps count
 	// requests (an empty reply asked again is one more) and its ToolCalls
 	// the calls asked for, refused repeats included.
@@ -184,6 +207,10 @@ type Result struct {
 // as started and runs the agent over the lease.
 func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	req.Log = orDiscard(req.Log)
+	// Before anything that may call the model, compaction included.
+	if err := r.Admit(ctx, req.Key, req.User, req.Repo); err != nil {
+		return Result{}, err
+	}
 	a, err := r.newAgent(req)
 	if err != nil {
 		return Result{}, err
@@ -198,6 +225,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		State:    session.TurnRunning,
 		User:     req.User,
 		Question: req.Question,
+		Model:    r.cfg.Model,
 		MsgTS:    req.MsgTS,
 		Started:  r.cfg.Now(),
 	}
@@ -243,6 +271,7 @@ func (r *Runner) run(ctx context.Context, req Request, a loop, res Result, sent 
 	rec := r.newRecorder(ctx, cancel, req, a, sent)
 	t, err := loop(ctx, rec)
 	res.Steps, res.ToolCalls, res.Usage = rec.totals()
+	res.Tools = rec.calledTools()
 	res.ThreadUsage = req.Session.Session.Usage.Add(res.Usage)
 	res.HitMaxSteps, res.Loop = t.HitMaxSteps, t
 	if perr := rec.persistErr(); err == nil && perr != nil {

@@ -118,6 +118,7 @@ func RunStoreTests(t *testing.T, s Suite) {
 	}
 	runLeaseTests(t, s)
 	runFeedbackTests(t, s)
+	runUsageTests(t, s)
 }
 
 var (

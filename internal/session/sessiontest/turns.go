@@ -33,6 +33,8 @@ func testStartTurn(t *testing.T, x *h) {
 	}, mustSession(t, x.st, keyA))
 	diff(t, "turn t2", session.Turn{
 		ID: "t2", Key: keyA, State: session.TurnRunning, User: "U2", Question: "and tests?",
+		// The turn names the repository it answers from; the session keeps its own.
+		Repo:  "other-repo",
 		MsgTS: "1700000000.000900", Started: x.clock.Now(),
 	}, mustTurn(t, x.st, "t2"))
 
@@ -203,7 +205,7 @@ func testContinueTurn(t *testing.T, x *h) {
 	if old.State != session.TurnContinued || !old.Ended.Equal(base.Add(time.Minute)) {
 		t.Errorf("old turn = %s ended %v; want continued at %v", old.State, old.Ended, base.Add(time.Minute))
 	}
-	want := session.Turn{ID: "t2", Key: keyA, State: session.TurnRunning, User: "U1", Question: "q", MsgTS: keyA.Thread,
+	want := session.Turn{ID: "t2", Key: keyA, State: session.TurnRunning, User: "U1", Question: "q", Repo: "repo-a", MsgTS: keyA.Thread,
 		Started: base.Add(time.Minute), Steps: 1, Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 2}}
 	diff(t, "continued turn", want, next)
 	diff(t, "history after ContinueTurn", before, mustSession(t, x.st, keyA).History)
