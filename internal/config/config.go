@@ -57,6 +57,8 @@ type Config struct {
 	Followups    string        // BOT_FOLLOWUPS: all | mention
 	AllowChannel []string      // BOT_ALLOW_CHANNELS
 	AllowUsers   []string      // BOT_ALLOW_USERS
+
+	MCPServers []MCPServer // BOT_CONFIG's mcp_servers: tools of other MCP servers for the agent
 }
 
 // Setting describes one variable: its name in the environment and in the
@@ -155,6 +157,7 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 	}
 	if file, ok := lookup("BOT_CONFIG"); ok && file != "" {
 		errs = append(errs, c.applyYAML(file)...)
+		errs = append(errs, c.applyMCPServers(file, lookup)...)
 	}
 	for _, s := range Settings {
 		v, ok := lookup(s.Env)

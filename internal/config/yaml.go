@@ -52,7 +52,8 @@ type yamlValue struct {
 // readYAML flattens a YAML document into dotted keys ("slack.followups")
 // with scalar values as written and lists joined by commas, so the file
 // goes through the same setters as the environment. The repos list is
-// left to the package that reads repositories.
+// left to the package that reads repositories, mcp_servers to
+// applyMCPServers.
 func readYAML(path string) (map[string]yamlValue, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -78,7 +79,7 @@ func readYAML(path string) (map[string]yamlValue, error) {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k := n.Content[i]
-				if key == "" && k.Value == "repos" {
+				if key == "" && (k.Value == "repos" || k.Value == "mcp_servers") {
 					continue
 				}
 				sub := k.Value
