@@ -1,0 +1,242 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
+	"github.com/askrepo/askrepo/internal/tools"
+)
+
+// Credentials of the tests' servers: each must never show in a result, an
+// error, a log line or /healthz.
+const (
+	stdioSecret = "s3cr3t-stdio-7a9f2c41"
+	httpToken   = "t0ken-http-5e6f7a8b9c"
+	httpAuth    = "Bearer " + httpToken
+)
+
+// fixture is a Clients over the servers given, with the tests' short
+// pauses, its log collected.
+type fixture struct {
+	t    *testing.T
+	c    *Clients
+	logs *logtest.Buffer
+}
+
+func newFixture(t *testing.T, startTimeout time.Duration, specs ...config.MCPServer) *fixture {
+	t.Helper()
+	env := map[string]string{
+		"MODE_TOOLS": "tools", "MODE_SILENT": "silent", "MODE_EXIT": "exit",
+		"STDIO_SECRET": stdioSecret, "HTTP_AUTH": httpAuth, "WRONG_AUTH": "Bearer not-the-right-one",
+	}
+	logs := &logtest.Buffer{}
+	c := NewClients(specs, ClientOptions{
+		Env:          func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		StartTimeout: startTimeout,
+		PingTimeout:  time.Second,
+		MinBackoff:   10 * time.Millisecond,
+		MaxBackoff:   50 * time.Millisecond,
+		Logger:       logging(logs),
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return &fixture{t: t, c: c, logs: logs}
+}
+
+func logging(w *logtest.Buffer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// stdio is a server run as this test binary in the mode given.
+func stdio(name, mode string, channels ...string) config.MCPServer {
+	return config.MCPServer{
+		Name: name, Command: os.Args[0],
+		Env:      map[string]string{serverModeVar: "MODE_" + strings.ToUpper(mode), "TEST_SECRET": "STDIO_SECRET"},
+		Channels: orAll(channels),
+	}
+}
+
+// remote is a server reached at url with the tests' Authorization.
+func remote(name, url string, channels ...string) config.MCPServer {
+	return config.MCPServer{Name: name, URL: url, Headers: map[string]string{"Authorization": "HTTP_AUTH"}, Channels: orAll(channels)}
+}
+
+func orAll(channels []string) []string {
+	if len(channels) == 0 {
+		return []string{"*"}
+	}
+	return channels
+}
+
+// toolbox is a turn's toolbox asked in channel, over one built-in tool.
+func (f *fixture) toolbox(channel string) *Toolbox {
+	f.t.Helper()
+	ws, err := tools.NewWorkspace(f.t.TempDir(), tools.WorkspaceOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	base := tools.NewRegistry(tools.NewListFiles(ws, tools.Options{}), tools.NewReadFile(ws, tools.Options{}))
+	return NewToolbox(base, f.c.Tools(f.t.Context(), channel), tools.RegistryOptions{})
+}
+
+func (f *fixture) call(tb *Toolbox, name, args string, timeout time.Duration) tools.Result {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.t.Context(), timeout)
+	defer cancel()
+	return tb.Run(ctx, tools.Call{ID: "c1", Name: name, Input: json.RawMessage(args)})
+}
+
+// waitFor polls the server's health until ok says yes, or fails after a
+// bound generous enough for a loaded machine.
+func (f *fixture) waitFor(name string, what string, ok func(Health) bool) Health {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, h := range f.c.Health() {
+			if h.Name == name && ok(h) {
+				return h
+			}
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s never became %s: %+v", name, what, f.c.Health())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func names(defs []tools.Definition) []string {
+	var out []string
+	for _, d := range defs {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// checkNoSecret fails if a credential shows in any of texts.
+func checkNoSecret(t *testing.T, what string, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		for _, secret := range []string{stdioSecret, httpToken} {
+			if strings.Contains(s, secret) {
+				t.Errorf("%s shows a credential:\n%s", what, s)
+			}
+		}
+	}
+}
+
+// Without an allow-list only the tools the server marks read-only are
+// offered; with one, exactly those it names, read-only or not. They come
+// after the built-in tools, sorted, as NAME__tool.
+func TestToolsOffered(t *testing.T) {
+	h := newHTTPServer(t, httpAuth)
+	listed := remote("tickets", h.URL)
+	allowed := remote("admin", h.URL)
+	allowed.Tools = []string{"create_ticket", "search", "no_such_tool"}
+	f := newFixture(t, 10*time.Second, listed, allowed)
+	tb := f.toolbox("")
+	want := []string{
+		"list_files", "read_file",
+		"admin__create_ticket", "admin__search",
+		"tickets__crash", "tickets__fail", "tickets__hang", "tickets__huge", "tickets__search", "tickets__whoami",
+	}
+	if got := names(tb.Definitions()); !slices.Equal(got, want) {
+		t.Errorf("offered tools:\n got %v\nwant %v", got, want)
+	}
+	for _, name := range []string{"tickets__create_ticket", "tickets__delete_ticket", "admin__delete_ticket"} {
+		res := f.call(tb, name, `{"title":"x"}`, 10*time.Second)
+		if !res.IsError || !strings.Contains(res.Content, "unknown tool") {
+			t.Errorf("%s, not offered, ran: %+v", name, res)
+		}
+	}
+	if tb.ReadOnly("admin__create_ticket") || !tb.ReadOnly("admin__search") || !tb.ReadOnly("read_file") {
+		t.Error("a tool offered by the allow-list alone must run alone; the read-only ones beside others")
+	}
+	res := f.call(tb, "admin__create_ticket", `{"title":"flaky test"}`, 10*time.Second)
+	if res.IsError || res.Content != "created: flaky test" {
+		t.Errorf("allow-listed call = %+v", res)
+	}
+	if !strings.Contains(f.logs.String(), "no_such_tool") {
+		t.Errorf("an allow-listed tool the server lacks is not logged:\n%s", f.logs.String())
+	}
+	var schema map[string]any
+	for _, d := range tb.Definitions() {
+		if d.Name == "tickets__search" {
+			if err := json.Unmarshal(d.Parameters, &schema); err != nil {
+				t.Fatal(err)
+			}
+			if d.Description != "Search the tickets." {
+				t.Errorf("description = %q", d.Description)
+			}
+		}
+	}
+	if props, _ := schema["properties"].(map[string]any); props["query"] == nil {
+		t.Errorf("tickets__search lost its own schema: %v", schema)
+	}
+}
+
+// The definitions are byte-identical from one connection to the next, and
+// over stdio as over HTTP: the request prefix, and the provider's cache,
+// hold across restarts.
+func TestDefinitionsByteStable(t *testing.T) {
+	h := newHTTPServer(t, httpAuth)
+	var got [][]byte
+	for _, spec := range []config.MCPServer{remote("x", h.URL), remote("x", h.URL), stdio("x", "tools")} {
+		f := newFixture(t, 30*time.Second, spec)
+		b, err := json.Marshal(f.toolbox("").Definitions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b)
+		_ = f.c.Close()
+	}
+	for i := 1; i < len(got); i++ {
+		if string(got[i]) != string(got[0]) {
+			t.Errorf("definitions differ between connections:\n%s\n%s", got[0], got[i])
+		}
+	}
+}
+
+// A server's tools are offered only where its channels say; one that is
+// not offered anywhere a question came from is not even started.
+func TestChannelScoping(t *testing.T) {
+	h := newHTTPServer(t, httpAuth)
+	f := newFixture(t, 10*time.Second,
+		remote("pay", h.URL, "C0PAY"), remote("direct", h.URL, "dm"), remote("all", h.URL, "*"))
+	prefixes := func(channel string) []string {
+		var out []string
+		for _, d := range f.toolbox(channel).Definitions() {
+			if p, _, ok := strings.Cut(d.Name, Separator); ok && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	if got := prefixes(""); !slices.Equal(got, []string{"all"}) {
+		t.Errorf("terminal: servers %v, want [all]", got)
+	}
+	for _, h := range f.c.Health() {
+		if h.Name != "all" && h.State != StateIdle {
+			t.Errorf("%s was started for the terminal, where it is not offered: %+v", h.Name, h)
+		}
+	}
+	tests := []struct {
+		channel string
+		want    []string
+	}{
+		{"C0PAY", []string{"all", "pay"}},
+		{"C0OTHER", []string{"all"}},
+		{"D0123", []string{"all", "direct"}},
+	}
+	for _, tt := range tests {
+		if got := prefixes(tt.channel); !slices.Equal(got, tt.want) {
+			t.Errorf("asked in %s: servers %v, want %v", tt.channel, got, tt.want)
+		}
+	}
+}
