@@ -98,6 +98,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		CrashAt:       testCrashAt(env, log),
 		Logger:        log,
 		Registry:      reg,
+		ToolServers:   c.toolServers(),
 	})
 	if err != nil {
 		store.Close()
@@ -126,6 +127,11 @@ func (s *service) run(ctx context.Context) error {
 	synced := make(chan struct{})
 	go func() { defer close(synced); s.core.repos.Run(bg) }()
 	defer func() { stopBG(); <-synced }()
+	if s.core.mcp != nil {
+		// Started now, the servers' tools are ready for the first
+		// question, and /healthz shows each from the start.
+		s.core.mcp.Start()
+	}
 
 	if cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)

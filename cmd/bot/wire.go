@@ -17,6 +17,7 @@ import (
 	"github.com/askrepo/askrepo/internal/index"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/logging"
+	"github.com/askrepo/askrepo/internal/mcp"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/tools"
 	"github.com/askrepo/askrepo/internal/turn"
@@ -61,9 +62,17 @@ type core struct {
 	// in-turn guard and the compaction between turns share it and budget.
 	cal    *budget.Calibrator
 	budget int
+	// mcp are the MCP servers of BOT_CONFIG whose tools the agent may
+	// call; nil without any.
+	mcp *mcp.Clients
 }
 
-func (c *core) Close() error { return c.repos.Close() }
+func (c *core) Close() error {
+	if c.mcp != nil {
+		_ = c.mcp.Close()
+	}
+	return c.repos.Close()
+}
 
 // newCore opens the repositories (REPO_PATH, or the repos of BOT_CONFIG,
 // cloning url repos into BOT_DATA_DIR) and the model client. env looks up
@@ -124,16 +133,35 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 	if tokens == 0 {
 		tokens = budget.DefaultBudget(name)
 	}
-	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens}, nil
+	c := &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens}
+	if len(cfg.MCPServers) > 0 {
+		c.mcp = mcp.NewClients(cfg.MCPServers, mcp.ClientOptions{
+			Env: env, StartTimeout: cfg.ToolTimeout, Version: cmp.Or(version, "devel"), Logger: log,
+		})
+	}
+	return c, nil
 }
 
 // toolbox is the tools over one lease, tools.Default: its checkout, and
-// its commit's code index once ready. They are the same, in the same
-// order, for every repository, so the tool definitions sent with each
-// request stay byte-identical and the provider's prompt cache holds
-// across turns, threads and repositories.
-func toolbox(l *repos.Lease) agent.Toolbox {
-	return tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
+// its commit's code index once ready; then the tools of the MCP servers
+// offered in channel. They are the same, in the same order, for every
+// repository, so the tool definitions sent with each request stay
+// byte-identical and the provider's prompt cache holds across turns,
+// threads and repositories.
+func (c *core) toolbox(ctx context.Context, l *repos.Lease, channel string) agent.Toolbox {
+	reg := tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
+	if c.mcp == nil {
+		return reg
+	}
+	return mcp.NewToolbox(reg, c.mcp.Tools(ctx, channel), tools.RegistryOptions{Logger: c.log})
+}
+
+// toolServers is what /healthz shows of the MCP servers; nil without any.
+func (c *core) toolServers() func() any {
+	if c.mcp == nil {
+		return nil
+	}
+	return func() any { return c.mcp.Health() }
 }
 
 // clock dates the context a thread's first question carries to the model;
@@ -153,7 +181,7 @@ func (c *core) newRunner(store turn.Store) (*turn.Runner, error) {
 			Compact:     c.cal.Compactor(c.name, c.budget),
 			Logger:      cmp.Or(c.agentLog, c.log),
 		},
-		Tools:      toolbox,
+		Tools:      c.toolbox,
 		Budget:     c.budget,
 		Calibrator: c.cal,
 		Model:      c.name,

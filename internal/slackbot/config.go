@@ -164,6 +164,11 @@ type Config struct {
 	// Registry receives the bot's metrics; nil means a registry of its own.
 	// HTTPHandler serves whichever it is.
 	Registry *prometheus.Registry
+	// ToolServers, when set, gives the state of each MCP server whose
+	// tools the agent may call, shown as it encodes to JSON under
+	// /healthz's "mcp_servers". A server that is down does not make the
+	// service unhealthy: the turns go on without it.
+	ToolServers func() any
 }
 
 // checkConfig names every problem of cfg at once.

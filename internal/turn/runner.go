@@ -42,11 +42,14 @@ type Config struct {
 	// timeout, in-turn compaction, logger); its Tools are set per turn.
 	Agent agent.Config
 	// Tools builds the tools over a lease: its workspace, and its
-	// commit's code index (Lease.Index). It must give every repository the
-	// same tools in the same order, so the tool definitions sent with each
-	// request stay byte-identical and the provider's prompt cache holds
-	// across turns, threads and repositories.
-	Tools func(l *repos.Lease) agent.Toolbox
+	// commit's code index (Lease.Index), and the tools offered where the
+	// question was asked (Request.Channel); it may wait for those within
+	// ctx, as the turn's first request needs them. It must give every
+	// repository the same tools in the same order, so the tool
+	// definitions sent with each request stay byte-identical and the
+	// provider's prompt cache holds across turns, threads and
+	// repositories.
+	Tools func(ctx context.Context, l *repos.Lease, channel string) agent.Toolbox
 	// Budget is the most prompt tokens a thread's history may take before
 	// it is compacted, once, between turns (budget.Compact); 0 turns that
 	// off. Calibrator (nil: one of the runner's own) learns from each
@@ -134,6 +137,10 @@ type Request struct {
 	// shown the answer.
 	Lease *repos.Lease
 	Repo  string
+	// Channel is where the question was asked, for the tools offered
+	// only in some places: a Slack channel's ID (a direct message's
+	// starts with D), or "" for the terminal.
+	Channel string
 	// Question is what was asked; User who asked it, named in a thread's
 	// first message when not empty; MsgTS the message that asked.
 	Question string
@@ -184,7 +191,7 @@ type Result struct {
 // as started and runs the agent over the lease.
 func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	req.Log = orDiscard(req.Log)
-	a, err := r.newAgent(req)
+	a, err := r.newAgent(ctx, req)
 	if err != nil {
 		return Result{}, err
 	}
@@ -281,9 +288,9 @@ type loop struct {
 
 // newAgent builds the loop over the lease's workspace. Agents are cheap;
 // every turn gets its own over the commit it leased.
-func (r *Runner) newAgent(req Request) (loop, error) {
+func (r *Runner) newAgent(ctx context.Context, req Request) (loop, error) {
 	cfg := r.cfg.Agent
-	cfg.Tools = r.cfg.Tools(req.Lease)
+	cfg.Tools = r.cfg.Tools(ctx, req.Lease, req.Channel)
 	a, err := agent.New(cfg)
 	if err != nil {
 		return loop{}, fmt.Errorf("build the agent over %s: %w", req.Repo, err)
