@@ -17,11 +17,18 @@ import (
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 )
 
-// newTicketServer is an MCP server over streamable HTTP with one
-// read-only tool, search, and one that writes, close_ticket.
+// newTicketServer is an MCP server over streamable HTTP with two
+// read-only tools, search and stuck (which never returns while the test
+// runs), and one that writes, close_ticket.
 func newTicketServer(t *testing.T) string {
 	t.Helper()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "v0"}, nil)
+	release := make(chan struct{})
+	sdk.AddTool(srv, &sdk.Tool{Name: "stuck", Description: "Never returns.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			<-release
+			return nil, nil, nil
+		})
 	type query struct {
 		Query string `json:"query"`
 	}
@@ -35,6 +42,7 @@ func newTicketServer(t *testing.T) string {
 		})
 	h := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(h.Close)
+	t.Cleanup(func() { close(release) }) // first, so Close finds no call running
 	return h.URL
 }
 
@@ -76,8 +84,8 @@ mcp_servers:
 
 	reqs := model.Requests()
 	offered := toolNames(reqs[0])
-	if i := slices.Index(offered, "tickets__search"); i != len(offered)-1 || slices.Contains(offered, "tickets__close_ticket") || !slices.Contains(offered, "read_file") {
-		t.Errorf("tools offered in C1: %v; want askrepo's, then tickets__search alone", offered)
+	if i := slices.Index(offered, "tickets__search"); i != len(offered)-2 || offered[i+1] != "tickets__stuck" || slices.Contains(offered, "tickets__close_ticket") || !slices.Contains(offered, "read_file") {
+		t.Errorf("tools offered in C1: %v; want askrepo's, then tickets__search and tickets__stuck", offered)
 	}
 	if got := w.toolResults(2); len(got) != 1 || got[0] != "TICKET-7 retry is flaky" {
 		t.Errorf("tool results the model read: %q", got)
@@ -105,7 +113,7 @@ mcp_servers:
 	if err := json.Unmarshal(rec.Body.Bytes(), &h); err != nil {
 		t.Fatalf("healthz: %v\n%s", err, rec.Body.String())
 	}
-	if len(h.MCPServers) != 1 || h.MCPServers[0].Name != "tickets" || h.MCPServers[0].State != "ready" || h.MCPServers[0].Tools != 1 {
+	if len(h.MCPServers) != 1 || h.MCPServers[0].Name != "tickets" || h.MCPServers[0].State != "ready" || h.MCPServers[0].Tools != 2 {
 		t.Errorf("healthz mcp_servers = %+v\n%s", h.MCPServers, rec.Body.String())
 	}
 }
@@ -129,7 +137,36 @@ func TestMCPServerToolsInTerminal(t *testing.T) {
 		t.Errorf("stdout:\n%s", out.String())
 	}
 	offered := strings.Join(toolNames(fake.Requests()[0]), ",")
-	if !strings.HasSuffix(offered, ",tickets__search") || strings.Contains(offered, "paytickets__") {
+	if !strings.HasSuffix(offered, ",tickets__search,tickets__stuck") || strings.Contains(offered, "paytickets__") {
 		t.Errorf("tools offered in the terminal: %s", offered)
+	}
+}
+
+// A server's call that never returns ends at BOT_TOOL_TIMEOUT like a
+// built-in one: the model reads that it timed out, and the turn answers.
+func TestMCPServerCallTimesOut(t *testing.T) {
+	repo := testRepo(t)
+	cfgFile := filepath.Join(t.TempDir(), "askrepo.yaml")
+	writeTestFile(t, cfgFile, fmt.Sprintf("mcp_servers:\n  - name: tickets\n    url: %s\n    channels: [\"*\"]\n", newTicketServer(t)))
+	fake := newModel(t, nil,
+		`{"tool_calls":[{"id":"a","type":"function","function":{"name":"tickets__stuck","arguments":"{}"}}]}`,
+		jsonContent("The tracker did not answer."))
+	env := envMap(map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "REPO_PATH": repo,
+		"BOT_CONFIG": cfgFile, "BOT_TOOL_TIMEOUT": "300ms"})
+	var out, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"ask", "is retry flaky?"}, env, strings.NewReader(""), &out, &errOut); err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "The tracker did not answer.") {
+		t.Errorf("stdout:\n%s", out.String())
+	}
+	var result string
+	for _, m := range fake.Requests()[1].Chat.Messages {
+		if m.Role == "tool" {
+			result = m.Content
+		}
+	}
+	if !strings.Contains(result, "timed out after 300ms") {
+		t.Errorf("the model read %q", result)
 	}
 }

@@ -130,7 +130,7 @@ func offered(srv *server, listed []*sdk.Tool, log *slog.Logger) []*remoteTool {
 		}
 		schema, err := toolSchema(lt.InputSchema, srv.cred)
 		if err != nil {
-			log.Warn("MCP tool left out", "tool", lt.Name, "err", err)
+			log.Warn("MCP tool left out", "tool", srv.cred.line(lt.Name), "err", err)
 			continue
 		}
 		seen[name] = true
