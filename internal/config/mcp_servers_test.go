@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,5 +113,20 @@ func TestMCPServerOffersIn(t *testing.T) {
 		if got := (MCPServer{Channels: tt.channels}).OffersIn(tt.where); got != tt.want {
 			t.Errorf("channels %v, asked in %q: offered = %v, want %v", tt.channels, tt.where, got, tt.want)
 		}
+	}
+}
+
+// The README's example of mcp_servers is valid as written.
+func TestMCPServersReadmeExample(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(data), "## Tools of other MCP servers")
+	_, block, _ := strings.Cut(section, "```yaml\n")
+	block, _, _ = strings.Cut(block, "```")
+	servers, errs := parseMCPServers([]byte(block))
+	if len(errs) > 0 || len(servers) != 2 {
+		t.Fatalf("README example: %d servers, problems %v\n%s", len(servers), errs, block)
 	}
 }
