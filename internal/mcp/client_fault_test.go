@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -201,4 +203,21 @@ func TestBadArguments(t *testing.T) {
 			t.Errorf("arguments %s gave %+v", args, res)
 		}
 	}
+}
+
+// A server that chatters on stderr fills the log with at most
+// stderrLines of it per process, scrubbed, and a note that it stopped.
+func TestStderrIsBounded(t *testing.T) {
+	logs := &logtest.Buffer{}
+	w := &stderrLog{log: logging(logs), cred: credentials{secrets: []string{stdioSecret}}}
+	for i := range 3 * stderrLines {
+		fmt.Fprintf(w, "line %d token=%s\n", i, stdioSecret)
+	}
+	if n := strings.Count(logs.String(), "\n"); n != stderrLines+1 {
+		t.Errorf("%d log lines for %d stderr lines, want %d", n, 3*stderrLines, stderrLines+1)
+	}
+	if !strings.Contains(logs.String(), "further lines of this process are not logged") {
+		t.Error("no note that stderr stopped being logged")
+	}
+	checkNoSecret(t, "the log", logs.String())
 }

@@ -226,13 +226,18 @@ func (s *server) offeredTools() []*remoteTool {
 	return s.tools
 }
 
+// stderrLines is how many lines of one process's stderr are logged; a
+// server that writes more is chattering, not explaining.
+const stderrLines = 100
+
 // stderrLog logs what a stdio server writes to stderr, one line at a time
 // and scrubbed: it is often the only word on why a server will not start.
 type stderrLog struct {
-	log  *slog.Logger
-	cred credentials
-	mu   sync.Mutex
-	buf  []byte
+	log   *slog.Logger
+	cred  credentials
+	mu    sync.Mutex
+	buf   []byte
+	lines int
 }
 
 func (w *stderrLog) Write(p []byte) (int, error) {
@@ -254,7 +259,14 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 }
 
 func (w *stderrLog) emit(line []byte) {
-	if s := w.cred.line(string(line)); s != "" {
-		w.log.Info("MCP server stderr", "line", s)
+	s := w.cred.line(string(line))
+	if s == "" || w.lines > stderrLines {
+		return
 	}
+	w.lines++
+	if w.lines > stderrLines {
+		w.log.Info("MCP server stderr: further lines of this process are not logged", "logged", stderrLines)
+		return
+	}
+	w.log.Info("MCP server stderr", "line", s)
 }
