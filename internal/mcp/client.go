@@ -32,6 +32,10 @@ type ClientOptions struct {
 	Logger  *slog.Logger
 	// Now is the clock of /healthz's times; nil means time.Now.
 	Now func() time.Time
+
+	// pause waits out the pause before a restart; nil means time.After.
+	// Tests see the pauses through it.
+	pause func(time.Duration) <-chan time.Time
 }
 
 func (o *ClientOptions) now() time.Time { return o.Now() }
@@ -71,6 +75,9 @@ func NewClients(specs []config.MCPServer, opts ClientOptions) *Clients {
 	opts.Logger = opts.Logger.With("component", "mcp")
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.pause == nil {
+		opts.pause = time.After
 	}
 	c := &Clients{opts: opts}
 	c.ctx, c.stop = context.WithCancel(context.Background())

@@ -3,10 +3,12 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/tools"
 )
@@ -220,4 +222,38 @@ func TestStderrIsBounded(t *testing.T) {
 		t.Error("no note that stderr stopped being logged")
 	}
 	checkNoSecret(t, "the log", logs.String())
+}
+
+// A server that keeps failing is started again after a pause that doubles
+// each time, up to MaxBackoff.
+func TestRestartBackoff(t *testing.T) {
+	missing := stdio("missing", "tools")
+	missing.Command = "/nonexistent/mcp-server"
+	pauses := make(chan time.Duration, 16)
+	c := NewClients([]config.MCPServer{missing}, ClientOptions{
+		MinBackoff: time.Second, MaxBackoff: 5 * time.Second,
+		pause: func(d time.Duration) <-chan time.Time {
+			pauses <- d
+			ch := make(chan time.Time, 1)
+			if len(pauses) < cap(pauses)/2 {
+				ch <- time.Time{} // the next attempt at once; later ones wait for Close
+			}
+			return ch
+		},
+	})
+	c.Start()
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}
+	var got []time.Duration
+	for range want {
+		select {
+		case d := <-pauses:
+			got = append(got, d)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("pauses so far: %v", got)
+		}
+	}
+	_ = c.Close()
+	if !slices.Equal(got, want) {
+		t.Errorf("pauses = %v, want %v", got, want)
+	}
 }

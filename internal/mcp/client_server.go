@@ -85,7 +85,7 @@ func (s *server) run(ctx context.Context, done func()) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(pause):
+		case <-s.opts.pause(pause):
 		}
 		pause = min(pause*2, s.opts.MaxBackoff)
 		s.mu.Lock()
