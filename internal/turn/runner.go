@@ -66,9 +66,10 @@ type Config struct {
 type Runner struct {
 	cfg Config
 
-	// names are the offered tools' names, from the first agent built.
-	namesOnce sync.Once
-	names     atomic.Pointer[[]string]
+	// names are the names of every tool a turn has offered, sorted: the
+	// tools can differ by channel (Config.Tools).
+	namesMu sync.Mutex
+	names   atomic.Pointer[[]string]
 }
 
 // New checks cfg and builds a Runner.
@@ -101,9 +102,9 @@ func New(cfg Config) (*Runner, error) {
 // ModelName is the model's name, as configured.
 func (r *Runner) ModelName() string { return r.cfg.Model }
 
-// ToolNames are the names of the tools a turn offers the model; nil until
-// the first turn has built them. The model may name any tool: only these
-// exist.
+// ToolNames are the names of the tools the turns so far offered the
+// model, sorted; nil until the first turn has built them. The model may
+// name any tool: only these exist.
 func (r *Runner) ToolNames() []string {
 	if p := r.names.Load(); p != nil {
 		return slices.Clone(*p)
@@ -295,15 +296,38 @@ func (r *Runner) newAgent(ctx context.Context, req Request) (loop, error) {
 	if err != nil {
 		return loop{}, fmt.Errorf("build the agent over %s: %w", req.Repo, err)
 	}
-	r.namesOnce.Do(func() {
-		_, specs := a.Prefix()
-		names := make([]string, 0, len(specs))
-		for _, s := range specs {
-			names = append(names, s.Name)
-		}
-		r.names.Store(&names)
-	})
+	r.noteNames(a)
 	return loop{Agent: a, tools: cfg.Tools}, nil
+}
+
+// noteNames adds the names of the tools a offers to ToolNames.
+func (r *Runner) noteNames(a *agent.Agent) {
+	_, specs := a.Prefix()
+	var known []string
+	if p := r.names.Load(); p != nil {
+		known = *p
+	}
+	var added []string
+	for _, s := range specs {
+		if _, found := slices.BinarySearch(known, s.Name); !found {
+			added = append(added, s.Name)
+		}
+	}
+	if len(added) == 0 && known != nil {
+		return
+	}
+	r.namesMu.Lock()
+	defer r.namesMu.Unlock()
+	var names []string
+	if p := r.names.Load(); p != nil {
+		names = slices.Clone(*p)
+	}
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	r.names.Store(&names)
 }
 
 func orDiscard(l *slog.Logger) *slog.Logger {
