@@ -126,7 +126,7 @@ var Settings = []Setting{
 	{"BOT_LOG_LEVEL", "log.level", "info", "debug, info, warn or error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"BOT_LOG_FORMAT", "log.format", "json", "json or text.", setEnum(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
 	{"BOT_MAX_STEPS", "agent.max_steps", "25", "Model requests per answer before it must answer with what it has.", setInt(func(c *Config) *int { return &c.MaxSteps }, 1, 200)},
-	{"BOT_TOOL_TIMEOUT", "agent.tool_timeout", "30s", "Time limit for one tool call.", setDuration(func(c *Config) *time.Duration { return &c.ToolTimeout })},
+	{"BOT_TOOL_TIMEOUT", "agent.tool_timeout", "30s", "Time limit for one tool call, an MCP server's too, and for connecting to such a server.", setDuration(func(c *Config) *time.Duration { return &c.ToolTimeout })},
 	{"BOT_TURN_TIMEOUT", "agent.turn_timeout", "10m", "Time limit for one whole answer.", setDuration(func(c *Config) *time.Duration { return &c.TurnTimeout })},
 	{"BOT_DRAIN_TIMEOUT", "drain_timeout", "60s", "On SIGTERM, how long running answers may take to finish.", setDuration(func(c *Config) *time.Duration { return &c.DrainTimeout })},
 	{"BOT_RETENTION", "retention", "720h", "Sessions idle longer than this are deleted (default 30 days).", setDuration(func(c *Config) *time.Duration { return &c.Retention })},

@@ -130,3 +130,29 @@ func TestMCPServersReadmeExample(t *testing.T) {
 		t.Fatalf("README example: %d servers, problems %v\n%s", len(servers), errs, block)
 	}
 }
+
+// The example entries of configs/askrepo.example.yaml, commented out
+// there, are valid once uncommented.
+func TestMCPServersExampleConfig(t *testing.T) {
+	data, err := os.ReadFile("../../configs/askrepo.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block strings.Builder
+	in := false
+	for line := range strings.Lines(string(data)) {
+		switch {
+		case strings.HasPrefix(line, "# mcp_servers:"):
+			in = true
+		case in && !strings.HasPrefix(line, "#   ") && !strings.HasPrefix(line, "#     "):
+			in = false
+		}
+		if in {
+			block.WriteString(strings.TrimPrefix(line, "# "))
+		}
+	}
+	servers, errs := parseMCPServers([]byte(block.String()))
+	if len(errs) > 0 || len(servers) != 2 {
+		t.Fatalf("example config: %d servers, problems %v\n%s", len(servers), errs, block.String())
+	}
+}
