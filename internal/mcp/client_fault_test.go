@@ -257,3 +257,19 @@ func TestRestartBackoff(t *testing.T) {
 		t.Errorf("pauses = %v, want %v", got, want)
 	}
 }
+
+// A stdio server that stops answering altogether in a call (its process
+// stopped: it reads nothing and ignores SIGTERM) costs that call its
+// timeout; the ping that follows finds it dead, it is killed and started
+// again, and the turn's tools work again.
+func TestFrozenServerIsRestarted(t *testing.T) {
+	f := newFixture(t, 30*time.Second, stdio("ice", "freezer"))
+	tb := f.toolbox("")
+	if res := f.call(tb, "ice__freeze", `{}`, 300*time.Millisecond); !res.IsError || res.Summary != "timed out" {
+		t.Errorf("freeze = %+v", res)
+	}
+	f.waitFor("ice", "restarted", func(h Health) bool { return h.Restarts >= 1 && h.State == StateReady })
+	if res := f.call(tb, "ice__search", `{"query":"thawed"}`, 30*time.Second); res.IsError || res.Content != "found: thawed" {
+		t.Errorf("after the restart: %+v", res)
+	}
+}

@@ -7,10 +7,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -32,22 +36,55 @@ func TestMain(m *testing.M) {
 // serveStdio runs a test server over stdio in the mode given:
 //   - tools: the tools of newTestServer;
 //   - silent: reads its input and never answers, as a hung server;
-//   - exit: writes to stderr (naming its secret) and exits at once.
+//   - exit: writes to stderr (naming its secret) and exits at once;
+//   - freezer: tools, and freeze, which stops the process in a call.
 func serveStdio(mode string) int {
 	switch mode {
 	case "silent":
 		_, _ = io.Copy(io.Discard, os.Stdin)
-		select {}
+		time.Sleep(time.Hour) // not select{}, which the runtime ends as a deadlock
 	case "exit":
 		fmt.Fprintf(os.Stderr, "cannot start: bad token %s\n", os.Getenv("TEST_SECRET"))
 		return 3
 	}
 	srv := newTestServer(func() { os.Exit(4) }, nil)
-	if err := srv.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
+	var out io.WriteCloser = os.Stdout
+	if mode == "freezer" {
+		w := &freezable{w: os.Stdout}
+		out = w
+		sdk.AddTool(srv, &sdk.Tool{Name: "freeze", Description: "Stops the whole server.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+			func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+				// From now on it answers nothing, ignores SIGTERM and
+				// outlives its input: only SIGKILL ends it.
+				signal.Ignore(syscall.SIGTERM)
+				w.frozen.Store(true)
+				return nil, nil, nil
+			})
+	}
+	err := srv.Run(context.Background(), &sdk.IOTransport{Reader: os.Stdin, Writer: out})
+	if w, ok := out.(*freezable); ok && w.frozen.Load() {
+		time.Sleep(time.Hour)
+	}
+	if err != nil {
 		return 1
 	}
 	return 0
 }
+
+// freezable writes to w until frozen, then drops everything.
+type freezable struct {
+	w      io.WriteCloser
+	frozen atomic.Bool
+}
+
+func (f *freezable) Write(p []byte) (int, error) {
+	if f.frozen.Load() {
+		return len(p), nil
+	}
+	return f.w.Write(p)
+}
+
+func (f *freezable) Close() error { return f.w.Close() }
 
 // hugeResult is the size of the huge tool's text: far over the output
 // limit of a result.
