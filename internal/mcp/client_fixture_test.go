@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,17 +39,33 @@ func TestMain(m *testing.M) {
 //   - tools: the tools of newTestServer;
 //   - silent: reads its input and never answers, as a hung server;
 //   - exit: writes to stderr (naming its secret) and exits at once;
-//   - freezer: tools, and freeze, which stops the process in a call.
+//   - freezer: tools, and freeze, which stops the process in a call;
+//   - spawner: tools, and spawn, which starts a sleeper and gives its pid;
+//   - sleeper: sleeps.
 func serveStdio(mode string) int {
 	switch mode {
 	case "silent":
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		time.Sleep(time.Hour) // not select{}, which the runtime ends as a deadlock
+	case "sleeper":
+		time.Sleep(time.Hour)
+		return 0
 	case "exit":
 		fmt.Fprintf(os.Stderr, "cannot start: bad token %s\n", os.Getenv("TEST_SECRET"))
 		return 3
 	}
 	srv := newTestServer(func() { os.Exit(4) }, nil)
+	if mode == "spawner" {
+		sdk.AddTool(srv, &sdk.Tool{Name: "spawn", Description: "Starts a process of its own.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+			func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+				cmd := exec.Command(os.Args[0])
+				cmd.Env = append(os.Environ(), serverModeVar+"=sleeper")
+				if err := cmd.Start(); err != nil {
+					return nil, nil, err
+				}
+				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
+			})
+	}
 	var out io.WriteCloser = os.Stdout
 	if mode == "freezer" {
 		w := &freezable{w: os.Stdout}

@@ -37,6 +37,10 @@ type server struct {
 	start     sync.Once
 	firstDone chan struct{} // closed once the first attempt has ended
 
+	// proc is the stdio server's process of the current attempt; only
+	// run's goroutine touches it.
+	proc *exec.Cmd
+
 	mu       sync.Mutex
 	state    string
 	cs       *sdk.ClientSession
@@ -76,6 +80,7 @@ func (s *server) run(ctx context.Context, done func()) {
 				pause = s.opts.MinBackoff // it was up a good while: not a crash loop
 			}
 		}
+		s.endProc()
 		if ctx.Err() != nil {
 			s.set(StateDown, errors.New("stopped"))
 			return
@@ -143,6 +148,8 @@ func (s *server) transport() sdk.Transport {
 		cmd := exec.Command(s.spec.Command, s.spec.Args...)
 		cmd.Env = s.cred.childEnv()
 		cmd.Stderr = &stderrLog{log: s.log, cred: s.cred}
+		ownGroup(cmd)
+		s.proc = cmd
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
 	return &sdk.StreamableClientTransport{
@@ -150,6 +157,15 @@ func (s *server) transport() sdk.Transport {
 		HTTPClient:           &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.cred.headers}},
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
+	}
+}
+
+// endProc ends what is left of the attempt's stdio server: the processes
+// it started, which closing its connection does not reach.
+func (s *server) endProc() {
+	if s.proc != nil {
+		endGroup(s.proc)
+		s.proc = nil
 	}
 }
 

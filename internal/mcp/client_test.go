@@ -39,7 +39,7 @@ type fixture struct {
 func newFixture(t *testing.T, startTimeout time.Duration, specs ...config.MCPServer) *fixture {
 	t.Helper()
 	env := map[string]string{
-		"MODE_TOOLS": "tools", "MODE_SILENT": "silent", "MODE_EXIT": "exit", "MODE_FREEZER": "freezer",
+		"MODE_TOOLS": "tools", "MODE_SILENT": "silent", "MODE_EXIT": "exit", "MODE_FREEZER": "freezer", "MODE_SPAWNER": "spawner",
 		"STDIO_SECRET": stdioSecret, "HTTP_AUTH": httpAuth, "WRONG_AUTH": "Bearer not-the-right-one",
 	}
 	logs := &logtest.Buffer{}
