@@ -46,7 +46,7 @@ func (o *ClientOptions) now() time.Time { return o.Now() }
 // concurrent use.
 type Clients struct {
 	opts    ClientOptions
-	servers []*server // sorted by name
+	servers []*upstream // sorted by name
 	ctx     context.Context
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -82,9 +82,9 @@ func NewClients(specs []config.MCPServer, opts ClientOptions) *Clients {
 	c := &Clients{opts: opts}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	for _, spec := range specs {
-		c.servers = append(c.servers, newServer(spec, &c.opts))
+		c.servers = append(c.servers, newUpstream(spec, &c.opts))
 	}
-	slices.SortFunc(c.servers, func(a, b *server) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+	slices.SortFunc(c.servers, func(a, b *upstream) int { return strings.Compare(a.spec.Name, b.spec.Name) })
 	return c
 }
 
@@ -96,7 +96,7 @@ func (c *Clients) Start() {
 	}
 }
 
-func (c *Clients) ensure(s *server) {
+func (c *Clients) ensure(s *upstream) {
 	s.start.Do(func() {
 		c.wg.Add(1)
 		go s.run(c.ctx, c.wg.Done)
@@ -120,7 +120,7 @@ func (c *Clients) Close() error {
 // the tools it last listed, so the request prefix stays byte-stable;
 // their calls say it is unavailable until it is back.
 func (c *Clients) Tools(ctx context.Context, channel string) []tools.Tool {
-	var wanted []*server
+	var wanted []*upstream
 	for _, s := range c.servers {
 		if s.spec.OffersIn(channel) {
 			c.ensure(s)
@@ -142,8 +142,8 @@ func (c *Clients) Tools(ctx context.Context, channel string) []tools.Tool {
 	return out
 }
 
-// Health is one server's state, as /healthz shows it.
-type Health struct {
+// ServerHealth is one server's state, as /healthz shows it.
+type ServerHealth struct {
 	Name  string `json:"name"`
 	State string `json:"state"` // idle, starting, ready, down
 	// Since is when it entered State; Tools how many tools it offers;
@@ -157,11 +157,11 @@ type Health struct {
 }
 
 // Health is every server's state, by name.
-func (c *Clients) Health() []Health {
-	out := make([]Health, 0, len(c.servers))
+func (c *Clients) Health() []ServerHealth {
+	out := make([]ServerHealth, 0, len(c.servers))
 	for _, s := range c.servers {
 		s.mu.Lock()
-		out = append(out, Health{Name: s.spec.Name, State: s.state, Since: s.since.UTC().Round(time.Second),
+		out = append(out, ServerHealth{Name: s.spec.Name, State: s.state, Since: s.since.UTC().Round(time.Second),
 			Tools: len(s.tools), Restarts: s.restarts, Error: s.lastErr})
 		s.mu.Unlock()
 	}

@@ -28,21 +28,22 @@ import (
 // server gets nothing else of askrepo's environment.
 const serverModeVar = "ASKREPO_MCP_TEST_SERVER"
 
-func TestMain(m *testing.M) {
+func init() {
+	// In init rather than TestMain, so the package's other tests may have
+	// a TestMain of their own.
 	if mode := os.Getenv(serverModeVar); mode != "" {
-		os.Exit(serveStdio(mode))
+		os.Exit(serveTestStdio(mode))
 	}
-	os.Exit(m.Run())
 }
 
-// serveStdio runs a test server over stdio in the mode given:
-//   - tools: the tools of newTestServer;
+// serveTestStdio runs a test server over stdio in the mode given:
+//   - tools: the tools of newTestMCPServer;
 //   - silent: reads its input and never answers, as a hung server;
 //   - exit: writes to stderr (naming its secret) and exits at once;
 //   - freezer: tools, and freeze, which stops the process in a call;
 //   - spawner: tools, and spawn, which starts a sleeper and gives its pid;
 //   - sleeper: sleeps.
-func serveStdio(mode string) int {
+func serveTestStdio(mode string) int {
 	switch mode {
 	case "silent":
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -54,7 +55,7 @@ func serveStdio(mode string) int {
 		fmt.Fprintf(os.Stderr, "cannot start: bad token %s\n", os.Getenv("TEST_SECRET"))
 		return 3
 	}
-	srv := newTestServer(func() { os.Exit(4) }, nil)
+	srv := newTestMCPServer(func() { os.Exit(4) }, nil)
 	if mode == "spawner" {
 		sdk.AddTool(srv, &sdk.Tool{Name: "spawn", Description: "Starts a process of its own.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 			func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
@@ -68,7 +69,7 @@ func serveStdio(mode string) int {
 	}
 	var out io.WriteCloser = os.Stdout
 	if mode == "freezer" {
-		w := &freezable{w: os.Stdout}
+		w := &freezableWriter{w: os.Stdout}
 		out = w
 		sdk.AddTool(srv, &sdk.Tool{Name: "freeze", Description: "Stops the whole server.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 			func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
@@ -80,7 +81,7 @@ func serveStdio(mode string) int {
 			})
 	}
 	err := srv.Run(context.Background(), &sdk.IOTransport{Reader: os.Stdin, Writer: out})
-	if w, ok := out.(*freezable); ok && w.frozen.Load() {
+	if w, ok := out.(*freezableWriter); ok && w.frozen.Load() {
 		time.Sleep(time.Hour)
 	}
 	if err != nil {
@@ -89,52 +90,52 @@ func serveStdio(mode string) int {
 	return 0
 }
 
-// freezable writes to w until frozen, then drops everything.
-type freezable struct {
+// freezableWriter writes to w until frozen, then drops everything.
+type freezableWriter struct {
 	w      io.WriteCloser
 	frozen atomic.Bool
 }
 
-func (f *freezable) Write(p []byte) (int, error) {
+func (f *freezableWriter) Write(p []byte) (int, error) {
 	if f.frozen.Load() {
 		return len(p), nil
 	}
 	return f.w.Write(p)
 }
 
-func (f *freezable) Close() error { return f.w.Close() }
+func (f *freezableWriter) Close() error { return f.w.Close() }
 
-// hugeResult is the size of the huge tool's text: far over the output
+// testHugeResult is the size of the huge tool's text: far over the output
 // limit of a result.
-const hugeResult = 1 << 20
+const testHugeResult = 1 << 20
 
-type queryArgs struct {
+type testQueryArgs struct {
 	Query string `json:"query" jsonschema:"what to look for"`
 }
 
-type titleArgs struct {
+type testTitleArgs struct {
 	Title string `json:"title"`
 }
 
-// newTestServer is the MCP server of these tests. crash ends it in the
+// newTestMCPServer is the MCP server of these tests. crash ends it in the
 // middle of a call; hang, when set, is what the hang and crash tools wait
 // for (nil: forever).
-func newTestServer(crash func(), hang <-chan struct{}) *sdk.Server {
+func newTestMCPServer(crash func(), hang <-chan struct{}) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "testserver", Version: "v0"}, nil)
 	ro := &sdk.ToolAnnotations{ReadOnlyHint: true}
 	text := func(s string) *sdk.CallToolResult {
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 	}
 	sdk.AddTool(srv, &sdk.Tool{Name: "search", Description: "Search the tickets.", Annotations: ro},
-		func(ctx context.Context, req *sdk.CallToolRequest, in queryArgs) (*sdk.CallToolResult, any, error) {
+		func(ctx context.Context, req *sdk.CallToolRequest, in testQueryArgs) (*sdk.CallToolResult, any, error) {
 			return text("found: " + in.Query), nil, nil
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "create_ticket", Description: "Open a ticket.", Annotations: &sdk.ToolAnnotations{}},
-		func(ctx context.Context, req *sdk.CallToolRequest, in titleArgs) (*sdk.CallToolResult, any, error) {
+		func(ctx context.Context, req *sdk.CallToolRequest, in testTitleArgs) (*sdk.CallToolResult, any, error) {
 			return text("created: " + in.Title), nil, nil
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "delete_ticket", Description: "Delete a ticket."},
-		func(ctx context.Context, req *sdk.CallToolRequest, in titleArgs) (*sdk.CallToolResult, any, error) {
+		func(ctx context.Context, req *sdk.CallToolRequest, in testTitleArgs) (*sdk.CallToolResult, any, error) {
 			return text("deleted"), nil, nil
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: "whoami", Description: "Who the server thinks you are.", Annotations: ro},
@@ -157,7 +158,7 @@ func newTestServer(crash func(), hang <-chan struct{}) *sdk.Server {
 	sdk.AddTool(srv, &sdk.Tool{Name: "huge", Description: "A very long result.", Annotations: ro},
 		func(ctx context.Context, req *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
 			var b strings.Builder
-			for i := 0; b.Len() < hugeResult; i++ {
+			for i := 0; b.Len() < testHugeResult; i++ {
 				fmt.Fprintf(&b, "line %d of a very long result\n", i)
 			}
 			return text(b.String()), nil, nil
@@ -176,19 +177,19 @@ func newTestServer(crash func(), hang <-chan struct{}) *sdk.Server {
 	return srv
 }
 
-// httpServer is a test server over streamable HTTP that requires the
+// testHTTPServer is a test server over streamable HTTP that requires the
 // Authorization header wantAuth.
-type httpServer struct {
+type testHTTPServer struct {
 	*httptest.Server
 	release chan struct{} // ends the hang tool's calls
 	once    sync.Once
 }
 
-func newHTTPServer(t *testing.T, wantAuth string) *httpServer {
+func newTestHTTPServer(t *testing.T, wantAuth string) *testHTTPServer {
 	t.Helper()
-	h := &httpServer{release: make(chan struct{})}
+	h := &testHTTPServer{release: make(chan struct{})}
 	var srv *sdk.Server
-	srv = newTestServer(func() { h.CloseClientConnections() }, h.release)
+	srv = newTestMCPServer(func() { h.CloseClientConnections() }, h.release)
 	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true})
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != wantAuth {
@@ -201,7 +202,7 @@ func newHTTPServer(t *testing.T, wantAuth string) *httpServer {
 	return h
 }
 
-func (h *httpServer) stop() {
+func (h *testHTTPServer) stop() {
 	h.once.Do(func() {
 		close(h.release)
 		h.CloseClientConnections()

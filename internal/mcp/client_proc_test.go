@@ -14,20 +14,20 @@ import (
 // A process a stdio server started ends with the server: closing the
 // server's connection reaches only the server's own process, so what is
 // left of its process group is killed.
-func TestServerChildrenEnd(t *testing.T) {
-	f := newFixture(t, 30*time.Second, stdio("npx", "spawner"))
+func TestClientServerChildrenEnd(t *testing.T) {
+	f := newClientFixture(t, 30*time.Second, stdioSpec("npx", "spawner"))
 	res := f.call(f.toolbox(""), "npx__spawn", `{}`, 30*time.Second)
 	pid, err := strconv.Atoi(res.Content)
 	if err != nil {
 		t.Fatalf("spawn = %+v", res)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	if !alive(pid) {
+	if !processAlive(pid) {
 		t.Fatalf("the server's child %d is not running", pid)
 	}
 	_ = f.c.Close()
 	deadline := time.Now().Add(30 * time.Second)
-	for alive(pid) {
+	for processAlive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the server's child %d outlived it", pid)
 		}
@@ -37,7 +37,7 @@ func TestServerChildrenEnd(t *testing.T) {
 
 // alive reports whether pid runs: it exists and is not a zombie waiting
 // for a parent to reap it.
-func alive(pid int) bool {
+func processAlive(pid int) bool {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false

@@ -10,8 +10,8 @@ import (
 	"github.com/askrepo/askrepo/internal/config"
 )
 
-// redacted replaces a credential wherever a server's words would show it.
-const redacted = "[redacted]"
+// redactedText replaces a credential wherever a server's words would show it.
+const redactedText = "[redacted]"
 
 // credentials are one server's header values and environment values,
 // looked up when it is connected. A server, or anything between askrepo
@@ -66,10 +66,10 @@ func resolveCredentials(spec config.MCPServer, env func(string) (string, bool)) 
 // server quoting a request would show.
 func (c credentials) scrub(s string) string {
 	for _, v := range c.secrets {
-		s = strings.ReplaceAll(s, v, redacted)
+		s = strings.ReplaceAll(s, v, redactedText)
 		if b, err := json.Marshal(v); err == nil {
 			if q := string(b[1 : len(b)-1]); q != v {
-				s = strings.ReplaceAll(s, q, redacted)
+				s = strings.ReplaceAll(s, q, redactedText)
 			}
 		}
 	}
@@ -78,7 +78,7 @@ func (c credentials) scrub(s string) string {
 
 // line is s scrubbed, then on one line cut to what a log line or an
 // error keeps; in that order, so a cut never leaves half a credential.
-func (c credentials) line(s string) string { return oneLine(c.scrub(s)) }
+func (c credentials) line(s string) string { return flatLine(c.scrub(s)) }
 
 // inheritedEnv are the variables of the service's own environment a stdio
 // server gets. The service's environment holds the model's API key, the

@@ -24,11 +24,11 @@ const (
 	StateDown     = "down"     // it failed to start, died or hung; restarting after a pause
 )
 
-// server is one configured MCP server and the goroutine that keeps it
+// upstream is one configured MCP server and the goroutine that keeps it
 // connected: it connects, lists the tools, waits until the connection
 // ends (the process exited, or a failed call's check closed it), and
 // connects again after a pause that doubles with each failure in a row.
-type server struct {
+type upstream struct {
 	spec config.MCPServer
 	cred credentials
 	opts *ClientOptions
@@ -51,8 +51,8 @@ type server struct {
 	checking bool
 }
 
-func newServer(spec config.MCPServer, opts *ClientOptions) *server {
-	return &server{
+func newUpstream(spec config.MCPServer, opts *ClientOptions) *upstream {
+	return &upstream{
 		spec:      spec,
 		cred:      resolveCredentials(spec, opts.Env),
 		opts:      opts,
@@ -64,7 +64,7 @@ func newServer(spec config.MCPServer, opts *ClientOptions) *server {
 }
 
 // run keeps the server connected until ctx ends.
-func (s *server) run(ctx context.Context, done func()) {
+func (s *upstream) run(ctx context.Context, done func()) {
 	defer done()
 	defer s.signalFirst() // a turn waiting for the first attempt stops waiting
 	pause := s.opts.MinBackoff
@@ -99,7 +99,7 @@ func (s *server) run(ctx context.Context, done func()) {
 	}
 }
 
-func (s *server) signalFirst() {
+func (s *upstream) signalFirst() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
@@ -111,7 +111,7 @@ func (s *server) signalFirst() {
 
 // connect starts or reaches the server and lists its tools, within the
 // start timeout.
-func (s *server) connect(ctx context.Context) (*sdk.ClientSession, error) {
+func (s *upstream) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	cctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
 	client := sdk.NewClient(&sdk.Implementation{Name: "askrepo", Version: s.opts.Version}, nil)
@@ -133,7 +133,7 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, error) {
 		}
 		listed = append(listed, t)
 	}
-	tools := offered(s, listed, s.log)
+	tools := pickTools(s, listed, s.log)
 	s.mu.Lock()
 	s.cs, s.tools = cs, tools
 	s.mu.Unlock()
@@ -143,7 +143,7 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, error) {
 
 // transport is how the server is reached: a process over stdio, or its
 // streamable HTTP endpoint with its headers.
-func (s *server) transport() sdk.Transport {
+func (s *upstream) transport() sdk.Transport {
 	if s.spec.Command != "" {
 		cmd := exec.Command(s.spec.Command, s.spec.Args...)
 		cmd.Env = s.cred.childEnv()
@@ -162,7 +162,7 @@ func (s *server) transport() sdk.Transport {
 
 // endProc ends what is left of the attempt's stdio server: the processes
 // it started, which closing its connection does not reach.
-func (s *server) endProc() {
+func (s *upstream) endProc() {
 	if s.proc != nil {
 		endGroup(s.proc)
 		s.proc = nil
@@ -171,7 +171,7 @@ func (s *server) endProc() {
 
 // serve waits until the connection ends: the server exited or closed it,
 // a failed call's check found it unresponsive, or ctx ended.
-func (s *server) serve(ctx context.Context, cs *sdk.ClientSession) error {
+func (s *upstream) serve(ctx context.Context, cs *sdk.ClientSession) error {
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }()
 	var err error
@@ -192,7 +192,7 @@ func (s *server) serve(ctx context.Context, cs *sdk.ClientSession) error {
 
 // session is the live connection, or an error for the model saying the
 // server is not available now.
-func (s *server) session() (*sdk.ClientSession, error) {
+func (s *upstream) session() (*sdk.ClientSession, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cs != nil {
@@ -204,7 +204,7 @@ func (s *server) session() (*sdk.ClientSession, error) {
 // suspect checks, after a call failed or timed out, that the server still
 // answers a ping; one that does not is closed, so run restarts it. A tool
 // that is only slow leaves a server that answers pings alone.
-func (s *server) suspect() {
+func (s *upstream) suspect() {
 	s.mu.Lock()
 	cs := s.cs
 	if cs == nil || s.checking {
@@ -224,7 +224,7 @@ func (s *server) suspect() {
 	}()
 }
 
-func (s *server) set(state string, err error) {
+func (s *upstream) set(state string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != state {
@@ -236,7 +236,7 @@ func (s *server) set(state string, err error) {
 	}
 }
 
-func (s *server) offeredTools() []*remoteTool {
+func (s *upstream) offeredTools() []*remoteTool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tools

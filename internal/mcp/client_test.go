@@ -28,15 +28,15 @@ const (
 	httpAuth    = "Bearer " + httpToken
 )
 
-// fixture is a Clients over the servers given, with the tests' short
+// clientFixture is a Clients over the servers given, with the tests' short
 // pauses, its log collected.
-type fixture struct {
+type clientFixture struct {
 	t    *testing.T
 	c    *Clients
 	logs *logtest.Buffer
 }
 
-func newFixture(t *testing.T, startTimeout time.Duration, specs ...config.MCPServer) *fixture {
+func newClientFixture(t *testing.T, startTimeout time.Duration, specs ...config.MCPServer) *clientFixture {
 	t.Helper()
 	env := map[string]string{
 		"MODE_TOOLS": "tools", "MODE_SILENT": "silent", "MODE_EXIT": "exit", "MODE_FREEZER": "freezer", "MODE_SPAWNER": "spawner",
@@ -49,31 +49,31 @@ func newFixture(t *testing.T, startTimeout time.Duration, specs ...config.MCPSer
 		PingTimeout:  time.Second,
 		MinBackoff:   10 * time.Millisecond,
 		MaxBackoff:   50 * time.Millisecond,
-		Logger:       logging(logs),
+		Logger:       jsonLogger(logs),
 	})
 	t.Cleanup(func() { _ = c.Close() })
-	return &fixture{t: t, c: c, logs: logs}
+	return &clientFixture{t: t, c: c, logs: logs}
 }
 
-func logging(w *logtest.Buffer) *slog.Logger {
+func jsonLogger(w *logtest.Buffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // stdio is a server run as this test binary in the mode given.
-func stdio(name, mode string, channels ...string) config.MCPServer {
+func stdioSpec(name, mode string, channels ...string) config.MCPServer {
 	return config.MCPServer{
 		Name: name, Command: os.Args[0],
 		Env:      map[string]string{serverModeVar: "MODE_" + strings.ToUpper(mode), "TEST_SECRET": "STDIO_SECRET"},
-		Channels: orAll(channels),
+		Channels: channelsOrAll(channels),
 	}
 }
 
 // remote is a server reached at url with the tests' Authorization.
-func remote(name, url string, channels ...string) config.MCPServer {
-	return config.MCPServer{Name: name, URL: url, Headers: map[string]string{"Authorization": "HTTP_AUTH"}, Channels: orAll(channels)}
+func httpSpec(name, url string, channels ...string) config.MCPServer {
+	return config.MCPServer{Name: name, URL: url, Headers: map[string]string{"Authorization": "HTTP_AUTH"}, Channels: channelsOrAll(channels)}
 }
 
-func orAll(channels []string) []string {
+func channelsOrAll(channels []string) []string {
 	if len(channels) == 0 {
 		return []string{"*"}
 	}
@@ -81,7 +81,7 @@ func orAll(channels []string) []string {
 }
 
 // toolbox is a turn's toolbox asked in channel, over one built-in tool.
-func (f *fixture) toolbox(channel string) *Toolbox {
+func (f *clientFixture) toolbox(channel string) *Toolbox {
 	f.t.Helper()
 	ws, err := tools.NewWorkspace(f.t.TempDir(), tools.WorkspaceOptions{})
 	if err != nil {
@@ -91,7 +91,7 @@ func (f *fixture) toolbox(channel string) *Toolbox {
 	return NewToolbox(base, f.c.Tools(f.t.Context(), channel), tools.RegistryOptions{})
 }
 
-func (f *fixture) call(tb *Toolbox, name, args string, timeout time.Duration) tools.Result {
+func (f *clientFixture) call(tb *Toolbox, name, args string, timeout time.Duration) tools.Result {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(f.t.Context(), timeout)
 	defer cancel()
@@ -100,7 +100,7 @@ func (f *fixture) call(tb *Toolbox, name, args string, timeout time.Duration) to
 
 // waitFor polls the server's health until ok says yes, or fails after a
 // bound generous enough for a loaded machine.
-func (f *fixture) waitFor(name string, what string, ok func(Health) bool) Health {
+func (f *clientFixture) waitFor(name string, what string, ok func(ServerHealth) bool) ServerHealth {
 	f.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -116,7 +116,7 @@ func (f *fixture) waitFor(name string, what string, ok func(Health) bool) Health
 	}
 }
 
-func names(defs []tools.Definition) []string {
+func defNames(defs []tools.Definition) []string {
 	var out []string
 	for _, d := range defs {
 		out = append(out, d.Name)
@@ -139,19 +139,19 @@ func checkNoSecret(t *testing.T, what string, texts ...string) {
 // Without an allow-list only the tools the server marks read-only are
 // offered; with one, exactly those it names, read-only or not. They come
 // after the built-in tools, sorted, as NAME__tool.
-func TestToolsOffered(t *testing.T) {
-	h := newHTTPServer(t, httpAuth)
-	listed := remote("tickets", h.URL)
-	allowed := remote("admin", h.URL)
+func TestClientToolsOffered(t *testing.T) {
+	h := newTestHTTPServer(t, httpAuth)
+	listed := httpSpec("tickets", h.URL)
+	allowed := httpSpec("admin", h.URL)
 	allowed.Tools = []string{"create_ticket", "search", "no_such_tool"}
-	f := newFixture(t, 10*time.Second, listed, allowed)
+	f := newClientFixture(t, 10*time.Second, listed, allowed)
 	tb := f.toolbox("")
 	want := []string{
 		"list_files", "read_file",
 		"admin__create_ticket", "admin__search",
 		"tickets__crash", "tickets__fail", "tickets__hang", "tickets__huge", "tickets__search", "tickets__whoami",
 	}
-	if got := names(tb.Definitions()); !slices.Equal(got, want) {
+	if got := defNames(tb.Definitions()); !slices.Equal(got, want) {
 		t.Errorf("offered tools:\n got %v\nwant %v", got, want)
 	}
 	for _, name := range []string{"tickets__create_ticket", "tickets__delete_ticket", "admin__delete_ticket"} {
@@ -189,11 +189,11 @@ func TestToolsOffered(t *testing.T) {
 // The definitions are byte-identical from one connection to the next, and
 // over stdio as over HTTP: the request prefix, and the provider's cache,
 // hold across restarts.
-func TestDefinitionsByteStable(t *testing.T) {
-	h := newHTTPServer(t, httpAuth)
+func TestClientDefinitionsByteStable(t *testing.T) {
+	h := newTestHTTPServer(t, httpAuth)
 	var got [][]byte
-	for _, spec := range []config.MCPServer{remote("x", h.URL), remote("x", h.URL), stdio("x", "tools")} {
-		f := newFixture(t, 30*time.Second, spec)
+	for _, spec := range []config.MCPServer{httpSpec("x", h.URL), httpSpec("x", h.URL), stdioSpec("x", "tools")} {
+		f := newClientFixture(t, 30*time.Second, spec)
 		b, err := json.Marshal(f.toolbox("").Definitions())
 		if err != nil {
 			t.Fatal(err)
@@ -210,14 +210,14 @@ func TestDefinitionsByteStable(t *testing.T) {
 
 // A server's tools are offered only where its channels say; one that is
 // not offered anywhere a question came from is not even started.
-func TestChannelScoping(t *testing.T) {
-	h := newHTTPServer(t, httpAuth)
-	f := newFixture(t, 10*time.Second,
-		remote("pay", h.URL, "C0PAY"), remote("direct", h.URL, "dm"), remote("all", h.URL, "*"))
+func TestClientChannelScoping(t *testing.T) {
+	h := newTestHTTPServer(t, httpAuth)
+	f := newClientFixture(t, 10*time.Second,
+		httpSpec("pay", h.URL, "C0PAY"), httpSpec("direct", h.URL, "dm"), httpSpec("all", h.URL, "*"))
 	prefixes := func(channel string) []string {
 		var out []string
 		for _, d := range f.toolbox(channel).Definitions() {
-			if p, _, ok := strings.Cut(d.Name, Separator); ok && !slices.Contains(out, p) {
+			if p, _, ok := strings.Cut(d.Name, ToolSeparator); ok && !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 		}
@@ -250,7 +250,7 @@ func TestChannelScoping(t *testing.T) {
 // of many kilobytes, a schema that quotes the credential it was sent, or
 // hundreds of tools cannot crowd out the conversation or leak the
 // credential.
-func TestHostileListing(t *testing.T) {
+func TestClientHostileListing(t *testing.T) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "hostile", Version: "v0"}, nil)
 	ro := &sdk.ToolAnnotations{ReadOnlyHint: true}
 	handler := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -265,7 +265,7 @@ func TestHostileListing(t *testing.T) {
 	}
 	h := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(h.Close)
-	f := newFixture(t, 10*time.Second, remote("evil", h.URL))
+	f := newClientFixture(t, 10*time.Second, httpSpec("evil", h.URL))
 	defs := f.toolbox("").Definitions()[2:]
 	if len(defs) != maxToolsPerServer {
 		t.Errorf("offered %d tools, want at most %d", len(defs), maxToolsPerServer)

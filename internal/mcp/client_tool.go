@@ -27,16 +27,16 @@ const (
 	maxSchema         = 16 << 10
 )
 
-// Separator joins a server's name and its tool's name into the name the
+// ToolSeparator joins a server's name and its tool's name into the name the
 // model calls: tickets__search. Server names cannot hold it.
-const Separator = "__"
+const ToolSeparator = "__"
 
-// modelNameRE is what the OpenAI-compatible APIs accept as a function name.
-var modelNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// callableNameRE is what the OpenAI-compatible APIs accept as a function name.
+var callableNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // remoteTool is one tool of an MCP server, as the agent's tools.Tool.
 type remoteTool struct {
-	srv      *server
+	srv      *upstream
 	remote   string // the server's name for it
 	def      tools.Definition
 	readOnly bool
@@ -72,17 +72,17 @@ func (t *remoteTool) Run(ctx context.Context, input json.RawMessage) (tools.Outp
 		return tools.Output{}, fmt.Errorf("the %s server failed this call (%s); it is being checked and restarted if needed: try again later or go on without it",
 			t.srv.spec.Name, t.srv.cred.line(err.Error()))
 	}
-	text := t.srv.cred.scrub(resultText(res))
+	text := t.srv.cred.scrub(callText(res))
 	if res.IsError {
-		return tools.Output{}, fmt.Errorf("%s", strings.TrimSpace(cmpOr(text, "the tool reported an error without a message")))
+		return tools.Output{}, fmt.Errorf("%s", strings.TrimSpace(firstText(text, "the tool reported an error without a message")))
 	}
 	return tools.Text(text), nil
 }
 
-// resultText is what the model reads of a result: its text, a note for
+// callText is what the model reads of a result: its text, a note for
 // each part it cannot read (an image, audio, a binary resource), and the
 // structured content when there is no text.
-func resultText(res *sdk.CallToolResult) string {
+func callText(res *sdk.CallToolResult) string {
 	var parts []string
 	for _, c := range res.Content {
 		switch c := c.(type) {
@@ -110,11 +110,11 @@ func resultText(res *sdk.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// offered turns a server's listing into the tools offered to the model:
+// pickTools turns a server's listing into the tools offered to the model:
 // the ones the allow-list names when it has one, else the ones the server
 // marks read-only; sorted by name, so the same listing always gives the
 // same bytes. What cannot be offered is logged and left out.
-func offered(srv *server, listed []*sdk.Tool, log *slog.Logger) []*remoteTool {
+func pickTools(srv *upstream, listed []*sdk.Tool, log *slog.Logger) []*remoteTool {
 	allow := srv.spec.Tools
 	var out []*remoteTool
 	seen := map[string]bool{}
@@ -123,12 +123,12 @@ func offered(srv *server, listed []*sdk.Tool, log *slog.Logger) []*remoteTool {
 		if len(allow) > 0 && !slices.Contains(allow, lt.Name) || len(allow) == 0 && !ro {
 			continue
 		}
-		name := srv.spec.Name + Separator + lt.Name
-		if !modelNameRE.MatchString(name) || seen[name] {
+		name := srv.spec.Name + ToolSeparator + lt.Name
+		if !callableNameRE.MatchString(name) || seen[name] {
 			log.Warn("MCP tool left out: its name is not one a model can call, or is listed twice", "tool", srv.cred.line(lt.Name))
 			continue
 		}
-		schema, err := toolSchema(lt.InputSchema, srv.cred)
+		schema, err := remoteSchema(lt.InputSchema, srv.cred)
 		if err != nil {
 			log.Warn("MCP tool left out", "tool", srv.cred.line(lt.Name), "err", err)
 			continue
@@ -136,7 +136,7 @@ func offered(srv *server, listed []*sdk.Tool, log *slog.Logger) []*remoteTool {
 		seen[name] = true
 		out = append(out, &remoteTool{srv: srv, remote: lt.Name, readOnly: ro, def: tools.Definition{
 			Name:        name,
-			Description: clip(srv.cred.scrub(cmpOr(lt.Description, lt.Title, lt.Name)), maxDescription),
+			Description: clipBytes(srv.cred.scrub(firstText(lt.Description, lt.Title, lt.Name)), maxDescription),
 			Parameters:  schema,
 		}})
 	}
@@ -153,10 +153,10 @@ func offered(srv *server, listed []*sdk.Tool, log *slog.Logger) []*remoteTool {
 	return out
 }
 
-// toolSchema is the tool's input schema as the model gets it. The SDK
+// remoteSchema is the tool's input schema as the model gets it. The SDK
 // decodes it into maps, which encoding/json writes with sorted keys: the
 // same schema gives the same bytes at every listing.
-func toolSchema(s any, cred credentials) (json.RawMessage, error) {
+func remoteSchema(s any, cred credentials) (json.RawMessage, error) {
 	if s == nil {
 		return json.RawMessage(`{"type":"object"}`), nil
 	}
@@ -173,13 +173,13 @@ func toolSchema(s any, cred credentials) (json.RawMessage, error) {
 	return b, nil
 }
 
-// oneLine is s on one line, cut to a length a log line or an error keeps.
-func oneLine(s string) string {
-	return clip(strings.Join(strings.Fields(s), " "), 300)
+// flatLine is s on one line, cut to a length a log line or an error keeps.
+func flatLine(s string) string {
+	return clipBytes(strings.Join(strings.Fields(s), " "), 300)
 }
 
-// clip cuts s to at most n bytes, at a rune boundary, marking the cut.
-func clip(s string, n int) string {
+// clipBytes cuts s to at most n bytes, at a rune boundary, marking the cut.
+func clipBytes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -190,7 +190,7 @@ func clip(s string, n int) string {
 	return s[:i] + "…"
 }
 
-func cmpOr(vals ...string) string {
+func firstText(vals ...string) string {
 	for _, v := range vals {
 		if strings.TrimSpace(v) != "" {
 			return v

@@ -46,7 +46,7 @@ func (b *Toolbox) Run(ctx context.Context, call tools.Call) tools.Result {
 	if b.inExt[call.Name] {
 		return b.ext.Run(ctx, call)
 	}
-	if !strings.Contains(call.Name, Separator) {
+	if !strings.Contains(call.Name, ToolSeparator) {
 		return b.base.Run(ctx, call) // its own tool, or its own word for an unknown one
 	}
 	return tools.Result{CallID: call.ID, Name: call.Name, IsError: true, Summary: "unknown tool",
