@@ -100,6 +100,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		Registry:      reg,
 		Tracer:        c.tracer,
 		Prices:        cfg.Budgets.Prices,
+		ToolServers:   c.toolServers(),
 	})
 	if err != nil {
 		store.Close()
@@ -128,6 +129,11 @@ func (s *service) run(ctx context.Context) error {
 	synced := make(chan struct{})
 	go func() { defer close(synced); s.core.repos.Run(bg) }()
 	defer func() { stopBG(); <-synced }()
+	if s.core.mcp != nil {
+		// Started now, the servers' tools are ready for the first
+		// question, and /healthz shows each from the start.
+		s.core.mcp.Start()
+	}
 
 	if cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)

@@ -19,6 +19,7 @@ import (
 	"github.com/askrepo/askrepo/internal/index"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/logging"
+	"github.com/askrepo/askrepo/internal/mcp"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
@@ -68,18 +69,25 @@ type core struct {
 	budget int
 	// tracer traces turns; nil (off) unless an OTLP endpoint is set.
 	tracer *tracing.Tracer
+	// mcp are the MCP servers of BOT_CONFIG whose tools the agent may
+	// call; nil without any.
+	mcp *mcp.Clients
 }
 
 // tracerFlushTimeout bounds the export of the last spans at exit: a
 // collector that is down must not hold a shutdown up.
 const tracerFlushTimeout = 5 * time.Second
 
-// Close sends the spans not yet exported and closes the repositories.
+// Close sends the spans not yet exported, stops the MCP servers and
+// closes the repositories.
 func (c *core) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), tracerFlushTimeout)
 	defer cancel()
 	if err := c.tracer.Shutdown(ctx); err != nil {
 		c.log.Warn("export the last traces", "err", err)
+	}
+	if c.mcp != nil {
+		_ = c.mcp.Close()
 	}
 	return c.repos.Close()
 }
@@ -152,43 +160,35 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 	if tokens == 0 {
 		tokens = budget.DefaultBudget(name)
 	}
-	return &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens, tracer: tracer}, nil
+	c := &core{repos: m, model: model, name: name, demo: demo, cfg: cfg, log: log, cal: &budget.Calibrator{}, budget: tokens, tracer: tracer}
+	if len(cfg.MCPServers) > 0 {
+		c.mcp = mcp.NewClients(cfg.MCPServers, mcp.ClientOptions{
+			Env: env, StartTimeout: cfg.ToolTimeout, Version: cmp.Or(version, "devel"), Logger: log,
+		})
+	}
+	return c, nil
 }
 
 // toolbox is the tools over one lease, tools.Default: its checkout, and
-// its commit's code index once ready, each call traced when tracing is on.
-// They are the same, in the same order, for every repository, so the tool
-// definitions sent with each request stay byte-identical and the
-// provider's prompt cache holds across turns, threads and repositories.
-func (c *core) toolbox(l *repos.Lease) agent.Toolbox {
-	return c.tracer.Tools(tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...))
+// its commit's code index once ready; then the tools of the MCP servers
+// offered in channel; each call traced when tracing is on. They are the
+// same, in the same order, for every repository, so the tool definitions
+// sent with each request stay byte-identical and the provider's prompt
+// cache holds across turns, threads and repositories.
+func (c *core) toolbox(ctx context.Context, l *repos.Lease, channel string) agent.Toolbox {
+	reg := tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
+	if c.mcp == nil {
+		return c.tracer.Tools(reg)
+	}
+	return c.tracer.Tools(mcp.NewToolbox(reg, c.mcp.Tools(ctx, channel), tools.RegistryOptions{Logger: c.log}))
 }
 
-// providerName is gen_ai.provider.name for the API at baseURL: the
-// conventions' name of a well-known provider, "openai" for the API every
-// other server here speaks.
-func providerName(baseURL string, demo bool) string {
-	if demo {
-		return "askrepo.demo"
+// toolServers is what /healthz shows of the MCP servers; nil without any.
+func (c *core) toolServers() func() any {
+	if c.mcp == nil {
+		return nil
 	}
-	u, err := url.Parse(baseURL)
-	if err != nil {
-		return "openai"
-	}
-	host := u.Hostname()
-	switch {
-	case strings.HasSuffix(host, "deepseek.com"):
-		return "deepseek"
-	case strings.HasSuffix(host, "openai.azure.com"):
-		return "azure.ai.openai"
-	case strings.HasSuffix(host, "x.ai"):
-		return "x_ai"
-	case strings.HasSuffix(host, "groq.com"):
-		return "groq"
-	case strings.HasSuffix(host, "mistral.ai"):
-		return "mistral_ai"
-	}
-	return "openai"
+	return func() any { return c.mcp.Health() }
 }
 
 // clock dates the context a thread's first question carries to the model;
@@ -231,4 +231,31 @@ type runnerStore interface {
 // missingRepo is the error for a single checkout that is not there.
 func missingRepo(path string) error {
 	return fmt.Errorf("repository %q does not exist: pass --repo DIR or set REPO_PATH to a checkout", path)
+}
+
+// providerName is gen_ai.provider.name for the API at baseURL: the
+// conventions' name of a well-known provider, "openai" for the API every
+// other server here speaks.
+func providerName(baseURL string, demo bool) string {
+	if demo {
+		return "askrepo.demo"
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return "openai"
+	}
+	host := u.Hostname()
+	switch {
+	case strings.HasSuffix(host, "deepseek.com"):
+		return "deepseek"
+	case strings.HasSuffix(host, "openai.azure.com"):
+		return "azure.ai.openai"
+	case strings.HasSuffix(host, "x.ai"):
+		return "x_ai"
+	case strings.HasSuffix(host, "groq.com"):
+		return "groq"
+	case strings.HasSuffix(host, "mistral.ai"):
+		return "mistral_ai"
+	}
+	return "openai"
 }

@@ -58,8 +58,9 @@ type Config struct {
 	AllowChannel []string      // BOT_ALLOW_CHANNELS
 	AllowUsers   []string      // BOT_ALLOW_USERS
 
-	Tracing Tracing // OTEL_EXPORTER_OTLP_*, BOT_TRACE_CONTENT (see tracing.go)
-	Budgets Budgets // the budgets section of BOT_CONFIG (no environment variable)
+	Tracing    Tracing     // OTEL_EXPORTER_OTLP_*, BOT_TRACE_CONTENT (see tracing.go)
+	Budgets    Budgets     // the budgets section of BOT_CONFIG (no environment variable)
+	MCPServers []MCPServer // BOT_CONFIG's mcp_servers: tools of other MCP servers for the agent
 }
 
 // Setting describes one variable: its name in the environment and in the
@@ -127,7 +128,7 @@ var Settings = []Setting{
 	{"BOT_LOG_LEVEL", "log.level", "info", "debug, info, warn or error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"BOT_LOG_FORMAT", "log.format", "json", "json or text.", setEnum(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
 	{"BOT_MAX_STEPS", "agent.max_steps", "25", "Model requests per answer before it must answer with what it has.", setInt(func(c *Config) *int { return &c.MaxSteps }, 1, 200)},
-	{"BOT_TOOL_TIMEOUT", "agent.tool_timeout", "30s", "Time limit for one tool call.", setDuration(func(c *Config) *time.Duration { return &c.ToolTimeout })},
+	{"BOT_TOOL_TIMEOUT", "agent.tool_timeout", "30s", "Time limit for one tool call, an MCP server's too, and for connecting to such a server.", setDuration(func(c *Config) *time.Duration { return &c.ToolTimeout })},
 	{"BOT_TURN_TIMEOUT", "agent.turn_timeout", "10m", "Time limit for one whole answer.", setDuration(func(c *Config) *time.Duration { return &c.TurnTimeout })},
 	{"BOT_DRAIN_TIMEOUT", "drain_timeout", "60s", "On SIGTERM, how long running answers may take to finish.", setDuration(func(c *Config) *time.Duration { return &c.DrainTimeout })},
 	{"BOT_RETENTION", "retention", "720h", "Sessions idle longer than this are deleted (default 30 days).", setDuration(func(c *Config) *time.Duration { return &c.Retention })},
@@ -166,6 +167,7 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 		var berrs []error
 		c.Budgets, berrs = readBudgets(file)
 		errs = append(errs, berrs...)
+		errs = append(errs, c.applyMCPServers(file, lookup)...)
 	}
 	for _, s := range Settings {
 		v, ok := lookup(s.Env)

@@ -52,8 +52,14 @@ type yamlValue struct {
 // readYAML flattens a YAML document into dotted keys ("slack.followups")
 // with scalar values as written and lists joined by commas, so the file
 // goes through the same setters as the environment. The repos list is
-// left to the package that reads repositories, and budgets to
-// readBudgets.
+// left to the package that reads repositories, and the other sections
+// named in sections to their own readers.
+// sections are the top-level sections of BOT_CONFIG that are lists or
+// structures of their own, read by their own readers rather than as
+// settings: repos (internal/repos), budgets (readBudgets), mcp_servers
+// (applyMCPServers).
+var sections = map[string]bool{"repos": true, "budgets": true, "mcp_servers": true}
+
 func readYAML(path string) (map[string]yamlValue, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -79,7 +85,7 @@ func readYAML(path string) (map[string]yamlValue, error) {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k := n.Content[i]
-				if key == "" && (k.Value == "repos" || k.Value == "budgets") {
+				if key == "" && sections[k.Value] {
 					continue
 				}
 				sub := k.Value

@@ -175,6 +175,11 @@ type Config struct {
 	// Prices turn the tokens a turn spent into the estimated cost the
 	// metrics count (usage.Prices, from BOT_CONFIG); nil counts no cost.
 	Prices usage.Prices
+	// ToolServers, when set, gives the state of each MCP server whose
+	// tools the agent may call, shown as it encodes to JSON under
+	// /healthz's "mcp_servers". A server that is down does not make the
+	// service unhealthy: the turns go on without it.
+	ToolServers func() any
 }
 
 // checkConfig names every problem of cfg at once.

@@ -112,6 +112,8 @@ type health struct {
 	// unhealthy (other repos still answer, and a failed fetch keeps the
 	// last good checkout); its last_error says what went wrong.
 	Repos []repos.RepoHealth `json:"repos,omitempty"`
+	// MCPServers is each MCP server's state (Config.ToolServers).
+	MCPServers any `json:"mcp_servers,omitempty"`
 }
 
 // HTTPHandler serves /healthz (200 and {"status":"ok"} only while Healthy,
@@ -127,6 +129,9 @@ func (b *Bot) HTTPHandler() http.Handler {
 			h = health{Status: "unhealthy", Error: err.Error()}
 		}
 		h.Repos = b.cfg.Repos.Health()
+		if b.cfg.ToolServers != nil {
+			h.MCPServers = b.cfg.ToolServers()
+		}
 		if h.Status != "ok" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}

@@ -39,7 +39,7 @@ func newTestRepos(t testing.TB, files map[string]string) *repos.Manager {
 
 // testTools are the tools of every test bot's turns, over a lease's
 // workspace, as cmd/bot builds them (fewer of them).
-func testTools(l *repos.Lease) agent.Toolbox {
+func testTools(_ context.Context, l *repos.Lease, _ string) agent.Toolbox {
 	ws := l.Workspace
 	return tools.NewRegistry(tools.NewReadFile(ws, tools.Options{}), tools.NewListFiles(ws, tools.Options{}))
 }

@@ -1,6 +1,7 @@
 package slackbot
 
 import (
+	"context"
 	"testing"
 
 	"github.com/askrepo/askrepo/internal/agent"
@@ -24,7 +25,9 @@ func TestTurnIsTraced(t *testing.T) {
 		cfg: func(c *Config) { c.Tracer = tr },
 		runner: func(rc *turn.Config) {
 			rc.Agent.Model = tr.Model(rc.Agent.Model)
-			rc.Tools = func(l *repos.Lease) agent.Toolbox { return tr.Tools(testTools(l).(*tools.Registry)) }
+			rc.Tools = func(ctx context.Context, l *repos.Lease, channel string) agent.Toolbox {
+				return tr.Tools(testTools(ctx, l, channel).(*tools.Registry))
+			}
 		},
 	})
 	root := h.mention("C1", "what does this repo do?", "")

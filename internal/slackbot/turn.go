@@ -209,7 +209,7 @@ func (t *turnRun) answer(loaded turn.Loaded, question string) error {
 		t.log = t.log.With("commit", co.commit)
 	}
 	req := turn.Request{
-		Key: t.in.Key, Session: loaded, Lease: co.lease, Repo: co.repo,
+		Key: t.in.Key, Session: loaded, Lease: co.lease, Repo: co.repo, Channel: t.in.Key.Channel,
 		Question: question, User: t.in.User, MsgTS: t.in.TS, TurnID: t.res.id,
 		Observer: t.prog, Log: t.log,
 		Cut: func() bool {

@@ -13,35 +13,50 @@ import (
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
-// Toolbox is what the agent loop runs calls through.
+// Toolbox is what the agent loop runs calls through, with the short form
+// of a call the context lines show.
 type Toolbox interface {
 	Definitions() []tools.Definition
 	Run(ctx context.Context, call tools.Call) tools.Result
+	Describe(call tools.Call) string
 }
 
-// Tools returns r with an execute_tool span around each call; off, r
-// itself. The result is still a *tools.Registry underneath (it embeds it),
-// so whatever asks the toolbox for more (Describe for context lines) gets
-// the registry's answer.
-func (t *Tracer) Tools(r *tools.Registry) Toolbox {
+// Tools returns tb with an execute_tool span around each call; off, tb
+// itself. The wrapper answers what the loop and the context lines ask a
+// toolbox for (Describe, ReadOnly) as tb does.
+func (t *Tracer) Tools(tb Toolbox) Toolbox {
 	if t == nil {
-		return r
+		return tb
 	}
-	return &registry{Registry: r, t: t}
+	r := &registry{Toolbox: tb, t: t}
+	for _, d := range tb.Definitions() {
+		r.names = append(r.names, d.Name)
+	}
+	return r
 }
 
 type registry struct {
-	*tools.Registry
-	t *Tracer
+	Toolbox
+	t     *Tracer
+	names []string // the tools tb offers
 }
 
-// Run is the registry's Run in an "execute_tool {tool}" span.
+// ReadOnly is tb's, for a toolbox that says which calls may run together;
+// every call of one that does not.
+func (r *registry) ReadOnly(name string) bool {
+	if ro, ok := r.Toolbox.(interface{ ReadOnly(string) bool }); ok {
+		return ro.ReadOnly(name)
+	}
+	return true
+}
+
+// Run is the toolbox's Run in an "execute_tool {tool}" span.
 func (r *registry) Run(ctx context.Context, call tools.Call) tools.Result {
 	t := r.t
 	// The model names the tool: a name that is none of ours is its text,
 	// not a span name, and goes on the span cut short.
 	name, spanName := call.Name, "execute_tool "+call.Name
-	if !slices.Contains(r.Names(), call.Name) {
+	if !slices.Contains(r.names, call.Name) {
 		name, spanName = cut(call.Name, maxForeignName), "execute_tool"
 	}
 	attrs := []attribute.KeyValue{
@@ -58,7 +73,7 @@ func (r *registry) Run(ctx context.Context, call tools.Call) tools.Result {
 	}
 	ctx, span := t.tr.Start(ctx, spanName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	defer span.End()
-	res := r.Registry.Run(ctx, call)
+	res := r.Toolbox.Run(ctx, call)
 	if res.IsError {
 		// The result tells the model what went wrong; the span only that
 		// something did.

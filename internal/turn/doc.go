@@ -11,7 +11,8 @@
 // ends in the store are the caller's: the runner reports tool calls and
 // steps through its Observer and returns a Result.
 //
-// It must not import slack-go or internal/slackbot: a turn knows nothing
-// of where its question came from. A Runner is safe for concurrent use;
+// It must not import slack-go or internal/slackbot: of where its question
+// came from, a turn knows only the channel's ID, which chooses the tools
+// offered there (Config.Tools). A Runner is safe for concurrent use;
 // turns of different threads run at once.
 package turn

@@ -33,7 +33,7 @@ func (r *Runner) Resume(ctx context.Context, req Request, rerun bool) (Result, e
 	if EndsWithAnswer(hist) {
 		return r.check(ctx, req, res, strings.TrimSpace(hist[len(hist)-1].Content)), nil
 	}
-	a, err := r.newAgent(req)
+	a, err := r.newAgent(ctx, req)
 	if err != nil {
 		return res, err
 	}

@@ -49,11 +49,14 @@ type Config struct {
 	// timeout, in-turn compaction, logger); its Tools are set per turn.
 	Agent agent.Config
 	// Tools builds the tools over a lease: its workspace, and its
-	// commit's code index (Lease.Index). It must give every repository the
-	// same tools in the same order, so the tool definitions sent with each
-	// request stay byte-identical and the provider's prompt cache holds
-	// across turns, threads and repositories.
-	Tools func(l *repos.Lease) agent.Toolbox
+	// commit's code index (Lease.Index), and the tools offered where the
+	// question was asked (Request.Channel); it may wait for those within
+	// ctx, as the turn's first request needs them. It must give every
+	// repository the same tools in the same order, so the tool
+	// definitions sent with each request stay byte-identical and the
+	// provider's prompt cache holds across turns, threads and
+	// repositories.
+	Tools func(ctx context.Context, l *repos.Lease, channel string) agent.Toolbox
 	// Budget is the most prompt tokens a thread's history may take before
 	// it is compacted, once, between turns (budget.Compact); 0 turns that
 	// off. Calibrator (nil: one of the runner's own) learns from each
@@ -73,9 +76,10 @@ type Config struct {
 type Runner struct {
 	cfg Config
 
-	// names are the offered tools' names, from the first agent built.
-	namesOnce sync.Once
-	names     atomic.Pointer[[]string]
+	// names are the names of every tool a turn has offered, sorted: the
+	// tools can differ by channel (Config.Tools).
+	namesMu sync.Mutex
+	names   atomic.Pointer[[]string]
 }
 
 // New checks cfg and builds a Runner.
@@ -118,9 +122,9 @@ func (r *Runner) Admit(ctx context.Context, key session.Key, user, repo string) 
 // ModelName is the model's name, as configured.
 func (r *Runner) ModelName() string { return r.cfg.Model }
 
-// ToolNames are the names of the tools a turn offers the model; nil until
-// the first turn has built them. The model may name any tool: only these
-// exist.
+// ToolNames are the names of the tools the turns so far offered the
+// model, sorted; nil until the first turn has built them. The model may
+// name any tool: only these exist.
 func (r *Runner) ToolNames() []string {
 	if p := r.names.Load(); p != nil {
 		return slices.Clone(*p)
@@ -154,6 +158,10 @@ type Request struct {
 	// shown the answer.
 	Lease *repos.Lease
 	Repo  string
+	// Channel is where the question was asked, for the tools offered
+	// only in some places: a Slack channel's ID (a direct message's
+	// starts with D), or "" for the terminal.
+	Channel string
 	// Question is what was asked; User who asked it, named in a thread's
 	// first message when not empty; MsgTS the message that asked.
 	Question string
@@ -211,7 +219,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	if err := r.Admit(ctx, req.Key, req.User, req.Repo); err != nil {
 		return Result{}, err
 	}
-	a, err := r.newAgent(req)
+	a, err := r.newAgent(ctx, req)
 	if err != nil {
 		return Result{}, err
 	}
@@ -310,22 +318,45 @@ type loop struct {
 
 // newAgent builds the loop over the lease's workspace. Agents are cheap;
 // every turn gets its own over the commit it leased.
-func (r *Runner) newAgent(req Request) (loop, error) {
+func (r *Runner) newAgent(ctx context.Context, req Request) (loop, error) {
 	cfg := r.cfg.Agent
-	cfg.Tools = r.cfg.Tools(req.Lease)
+	cfg.Tools = r.cfg.Tools(ctx, req.Lease, req.Channel)
 	a, err := agent.New(cfg)
 	if err != nil {
 		return loop{}, fmt.Errorf("build the agent over %s: %w", req.Repo, err)
 	}
-	r.namesOnce.Do(func() {
-		_, specs := a.Prefix()
-		names := make([]string, 0, len(specs))
-		for _, s := range specs {
-			names = append(names, s.Name)
-		}
-		r.names.Store(&names)
-	})
+	r.noteNames(a)
 	return loop{Agent: a, tools: cfg.Tools}, nil
+}
+
+// noteNames adds the names of the tools a offers to ToolNames.
+func (r *Runner) noteNames(a *agent.Agent) {
+	_, specs := a.Prefix()
+	var known []string
+	if p := r.names.Load(); p != nil {
+		known = *p
+	}
+	var added []string
+	for _, s := range specs {
+		if _, found := slices.BinarySearch(known, s.Name); !found {
+			added = append(added, s.Name)
+		}
+	}
+	if len(added) == 0 && known != nil {
+		return
+	}
+	r.namesMu.Lock()
+	defer r.namesMu.Unlock()
+	var names []string
+	if p := r.names.Load(); p != nil {
+		names = slices.Clone(*p)
+	}
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	r.names.Store(&names)
 }
 
 func orDiscard(l *slog.Logger) *slog.Logger {

@@ -69,7 +69,7 @@ var stopped = time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
 
 func newTestRunner(t *testing.T, store Store, model agent.Model) *Runner {
 	t.Helper()
-	r, err := New(Config{Store: store, Agent: agent.Config{Model: model}, Tools: func(*repos.Lease) agent.Toolbox { return readme{} },
+	r, err := New(Config{Store: store, Agent: agent.Config{Model: model}, Tools: func(context.Context, *repos.Lease, string) agent.Toolbox { return readme{} },
 		Model: "m", Now: func() time.Time { return stopped }})
 	if err != nil {
 		t.Fatal(err)

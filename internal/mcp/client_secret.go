@@ -1,0 +1,112 @@
+package mcp
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/askrepo/askrepo/internal/config"
+)
+
+// redactedText replaces a credential wherever a server's words would show it.
+const redactedText = "[redacted]"
+
+// credentials are one server's header values and environment values,
+// looked up when it is connected. A server, or anything between askrepo
+// and it, may echo what it was sent (an error quoting the request, a
+// tool that reports its environment): every text that comes from the
+// server on its way to the model, a log line or /healthz goes through
+// scrub first.
+type credentials struct {
+	headers map[string]string // header → value
+	env     []string          // KEY=value for a stdio server
+	secrets []string          // longest first
+}
+
+// resolveCredentials looks up the variables spec names. A missing one was
+// reported at start (config.Load); here it is just left out.
+func resolveCredentials(spec config.MCPServer, env func(string) (string, bool)) credentials {
+	c := credentials{headers: map[string]string{}}
+	add := func(v string) {
+		// A short value is no secret worth hiding, and redacting it
+		// would garble every text it happens to appear in.
+		if len(v) >= 4 {
+			c.secrets = append(c.secrets, v)
+		}
+		// "Bearer abc…": the token alone is as secret as the header.
+		for f := range strings.FieldsSeq(v) {
+			if len(f) >= 8 && f != v {
+				c.secrets = append(c.secrets, f)
+			}
+		}
+	}
+	for h, name := range spec.Headers {
+		if v, ok := env(name); ok && v != "" {
+			c.headers[h] = v
+			add(v)
+		}
+	}
+	for k, name := range spec.Env {
+		if v, ok := env(name); ok {
+			c.env = append(c.env, k+"="+v)
+			add(v)
+		}
+	}
+	slices.Sort(c.env)
+	// Longest first, so a token inside a longer secret is not left half
+	// shown by an earlier, shorter replacement.
+	slices.SortFunc(c.secrets, func(a, b string) int { return len(b) - len(a) })
+	c.secrets = slices.Compact(c.secrets)
+	return c
+}
+
+// scrub replaces every credential in s, and its JSON-escaped form, which a
+// server quoting a request would show.
+func (c credentials) scrub(s string) string {
+	for _, v := range c.secrets {
+		s = strings.ReplaceAll(s, v, redactedText)
+		if b, err := json.Marshal(v); err == nil {
+			if q := string(b[1 : len(b)-1]); q != v {
+				s = strings.ReplaceAll(s, q, redactedText)
+			}
+		}
+	}
+	return s
+}
+
+// line is s scrubbed, then on one line cut to what a log line or an
+// error keeps; in that order, so a cut never leaves half a credential.
+func (c credentials) line(s string) string { return flatLine(c.scrub(s)) }
+
+// inheritedEnv are the variables of the service's own environment a stdio
+// server gets. The service's environment holds the model's API key, the
+// Slack tokens and the repositories' tokens; a server gets none of them,
+// only what it needs to run a program and what its env entry names.
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT"}
+
+// childEnv is the environment of a stdio server.
+func (c credentials) childEnv() []string {
+	var out []string
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return append(out, c.env...)
+}
+
+// headerTransport adds a server's headers to every request sent to it.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(r)
+}
