@@ -57,6 +57,8 @@ type Config struct {
 	Followups    string        // BOT_FOLLOWUPS: all | mention
 	AllowChannel []string      // BOT_ALLOW_CHANNELS
 	AllowUsers   []string      // BOT_ALLOW_USERS
+
+	MCP MCP // BOT_MCP_TOKENS, BOT_MCP_RATE, mcp_tokens of BOT_CONFIG
 }
 
 // Setting describes one variable: its name in the environment and in the
@@ -134,6 +136,8 @@ var Settings = []Setting{
 	{"BOT_FOLLOWUPS", "slack.followups", "all", "all: any reply in a thread the bot is in is a question; mention: only replies that mention it.", setEnum(func(c *Config) *string { return &c.Followups }, "all", "mention")},
 	{"BOT_ALLOW_CHANNELS", "slack.allow_channels", "", "Comma-separated channel IDs the bot answers in (DMs are D…); empty = everywhere it is invited.", setList(func(c *Config) *[]string { return &c.AllowChannel })},
 	{"BOT_ALLOW_USERS", "slack.allow_users", "", "Comma-separated user IDs allowed to ask; empty = everyone.", setList(func(c *Config) *[]string { return &c.AllowUsers })},
+	{"BOT_MCP_TOKENS", "", "", "Bearer tokens for /mcp on BOT_HTTP_ADDR, as name=token,name2=token2; each may read every repository (mcp_tokens in BOT_CONFIG limits one to some). None: /mcp is off. Never logged.", setMCPTokens},
+	{"BOT_MCP_RATE", "mcp.rate", "60", "Tool calls a minute each MCP token may make (ask counts as one); more get an error saying when to retry.", setInt(func(c *Config) *int { return &c.MCP.Rate }, 1, 100_000)},
 }
 
 // Load builds the configuration: defaults, then the YAML file named by
@@ -165,6 +169,7 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 			errs = append(errs, fmt.Errorf("%s: %w", s.Env, err))
 		}
 	}
+	errs = append(errs, c.applyMCPTokens(lookup)...)
 	if err := c.validate(); err != nil {
 		errs = append(errs, err)
 	}

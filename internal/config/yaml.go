@@ -78,7 +78,7 @@ func readYAML(path string) (map[string]yamlValue, error) {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k := n.Content[i]
-				if key == "" && k.Value == "repos" {
+				if key == "" && (k.Value == "repos" || k.Value == mcpTokensKey) {
 					continue
 				}
 				sub := k.Value
