@@ -1,0 +1,177 @@
+package mcp_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
+	"github.com/askrepo/askrepo/internal/mcp"
+	"github.com/askrepo/askrepo/internal/session"
+)
+
+// answer is ask's structured result as a client reads it.
+type answer struct {
+	Answer       string `json:"answer"`
+	Conversation string `json:"conversation"`
+	Repo         string `json:"repo"`
+	Commit       string `json:"commit"`
+	Citations    []struct {
+		Citation string `json:"citation"`
+		Valid    bool   `json:"valid"`
+		Reason   string `json:"reason"`
+	} `json:"citations"`
+	ToolCalls []struct {
+		Name    string `json:"name"`
+		Args    string `json:"args"`
+		Summary string `json:"summary"`
+	} `json:"tool_calls"`
+	Usage struct {
+		Steps        int `json:"steps"`
+		PromptTokens int `json:"prompt_tokens"`
+	} `json:"usage"`
+}
+
+func ask(t *testing.T, cs *sdk.ClientSession, args map[string]any) (answer, *sdk.CallToolResult) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: mcp.AskName, Arguments: args})
+	if err != nil {
+		t.Fatalf("ask: %v", err)
+	}
+	var a answer
+	if !res.IsError {
+		structured(t, res, &a)
+	}
+	return a, res
+}
+
+var conversationID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+func TestAskWithTheDemoModel(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	a, res := ask(t, f.connect(t, ciToken), map[string]any{"question": "what is this?", "repo": "alpha"})
+	if res.IsError {
+		t.Fatalf("ask failed: %s", text(res))
+	}
+	if !conversationID.MatchString(a.Conversation) || a.Repo != "alpha" || len(a.Commit) != 40 {
+		t.Errorf("conversation %q, repo %q, commit %q", a.Conversation, a.Repo, a.Commit)
+	}
+	var names []string
+	for _, c := range a.ToolCalls {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "list_files,read_file" || !strings.Contains(a.Answer, "Says hello") {
+		t.Errorf("tool calls %v, answer:\n%s", names, a.Answer)
+	}
+	if !strings.Contains(text(res), a.Conversation) {
+		t.Errorf("the text result does not give the conversation: %s", text(res))
+	}
+}
+
+func TestAskWithAScriptedModel(t *testing.T) {
+	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		switch {
+		case r.Last().Role == "tool":
+			return llmtest.Reply{Content: "Hello is defined at `main.go:3`; `main.go:99` does not exist."}
+		case strings.Contains(r.LastUser(), "follow-up"):
+			return llmtest.Reply{Content: "Still `main.go:3`."}
+		}
+		return llmtest.Reply{Calls: []llmtest.Call{{Name: "read_file", Args: `{"path":"main.go"}`}}}
+	})
+	model, err := llm.NewClient(llm.ClientConfig{BaseURL: ai.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOptions{model: model})
+	cs := f.connect(t, ciToken)
+	a, res := ask(t, cs, map[string]any{"question": "where is Hello?", "repo": "alpha"})
+	if res.IsError {
+		t.Fatalf("ask failed: %s", text(res))
+	}
+	if len(a.ToolCalls) != 1 || a.ToolCalls[0].Name != "read_file" || a.ToolCalls[0].Args != `{"path":"main.go"}` {
+		t.Errorf("tool calls = %+v", a.ToolCalls)
+	}
+	if len(a.Citations) != 2 || !a.Citations[0].Valid || a.Citations[1].Valid || a.Citations[1].Reason == "" {
+		t.Errorf("citations = %+v", a.Citations)
+	}
+	if a.Usage.Steps != 2 || a.Usage.PromptTokens == 0 {
+		t.Errorf("usage = %+v", a.Usage)
+	}
+
+	// The follow-up continues the conversation: the model sees the first
+	// question and answer.
+	b, res := ask(t, cs, map[string]any{"question": "a follow-up", "conversation": a.Conversation})
+	if res.IsError || b.Conversation != a.Conversation || b.Repo != "alpha" {
+		t.Fatalf("follow-up: %s %+v", text(res), b)
+	}
+	last := ai.Request(t, ai.Count()-1)
+	if last.Has("user", "where is Hello?") != 1 || last.Has("assistant", "Hello is defined") != 1 {
+		t.Errorf("the follow-up's request lacks the first turn: %s", last.Body)
+	}
+	s, ok, err := f.store.SessionInfo(t.Context(), session.Key{Team: mcp.Team, Channel: "ci", Thread: a.Conversation})
+	if err != nil || !ok || s.Turns != 2 || s.Repo != "alpha" {
+		t.Errorf("stored session: %+v %v %v", s, ok, err)
+	}
+
+	// Nobody else continues it, and it stays with its repository.
+	for _, tc := range []struct {
+		cs   *sdk.ClientSession
+		args map[string]any
+		want string
+	}{
+		{f.connect(t, alphaToken), map[string]any{"question": "q", "conversation": a.Conversation}, "unknown conversation"},
+		{cs, map[string]any{"question": "q", "conversation": strings.Repeat("0", 32)}, "unknown conversation"},
+		{cs, map[string]any{"question": "q", "conversation": "../../x"}, "unknown conversation"},
+		{cs, map[string]any{"question": "q", "conversation": a.Conversation, "repo": "beta"}, "about alpha"},
+		{cs, map[string]any{"question": "  "}, "needs a question"},
+	} {
+		_, res := ask(t, tc.cs, tc.args)
+		if !res.IsError || !strings.Contains(text(res), tc.want) {
+			t.Errorf("%v: %v %q, want an error saying %q", tc.args, res.IsError, text(res), tc.want)
+		}
+	}
+}
+
+func TestAskOneAtATimePerConversation(t *testing.T) {
+	release := make(chan struct{})
+	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		if strings.Contains(r.LastUser(), "slow") {
+			return llmtest.Reply{Content: "done", Wait: release}
+		}
+		return llmtest.Reply{Content: "first"}
+	})
+	model, err := llm.NewClient(llm.ClientConfig{BaseURL: ai.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOptions{model: model})
+	cs := f.connect(t, alphaToken)
+	a, res := ask(t, cs, map[string]any{"question": "start"})
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	done := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		_, res := ask(t, cs, map[string]any{"question": "slow", "conversation": a.Conversation})
+		done <- res
+	}()
+	for n := 0; n < 2; {
+		select {
+		case n = <-ai.Arrived():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the slow ask never reached the model")
+		}
+	}
+	_, res = ask(t, cs, map[string]any{"question": "meanwhile", "conversation": a.Conversation})
+	if !res.IsError || !strings.Contains(text(res), "still answering") {
+		t.Errorf("a second ask while one runs: %v %q", res.IsError, text(res))
+	}
+	close(release)
+	if res := <-done; res.IsError {
+		t.Errorf("the slow ask: %s", text(res))
+	}
+}
