@@ -137,7 +137,7 @@ const instructions = "askrepo reads git repositories that it keeps checked out a
 // newSDKServer builds the tools of one caller.
 func (s *Server) newSDKServer(a *access) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "askrepo", Version: s.opts.Version},
-		&sdk.ServerOptions{Instructions: instructions, Logger: s.log})
+		&sdk.ServerOptions{Instructions: instructions, Logger: s.sdkLog()})
 	s.addRepoTools(srv, a)
 	s.addAsk(srv, a)
 	return srv
@@ -156,7 +156,7 @@ func (s *Server) Handler() http.Handler {
 			return nil
 		}
 		return s.servers[info.UserID]
-	}, &sdk.StreamableHTTPOptions{Stateless: true, Logger: s.log, PropagateRequestCancellation: true})
+	}, &sdk.StreamableHTTPOptions{Stateless: true, Logger: s.sdkLog(), PropagateRequestCancellation: true})
 	return auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 }
 
@@ -171,6 +171,22 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	}
 	return fmt.Errorf("serve MCP over stdio: %w", err)
 }
+
+// sdkLog is the log the SDK writes to: its warnings and errors only. At
+// info it logs every session's start and end, which stateless HTTP makes
+// one of each per request; the calls are logged here, once each.
+func (s *Server) sdkLog() *slog.Logger {
+	return slog.New(warnOnly{s.log.Handler()})
+}
+
+type warnOnly struct{ slog.Handler }
+
+func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnOnly) WithAttrs(as []slog.Attr) slog.Handler { return warnOnly{w.Handler.WithAttrs(as)} }
+func (w warnOnly) WithGroup(name string) slog.Handler    { return warnOnly{w.Handler.WithGroup(name)} }
 
 type nopCloser struct{ io.Writer }
 
