@@ -156,7 +156,14 @@ func (s *Server) Handler() http.Handler {
 			return nil
 		}
 		return s.servers[info.UserID]
-	}, &sdk.StreamableHTTPOptions{Stateless: true, Logger: s.sdkLog(), PropagateRequestCancellation: true})
+	}, &sdk.StreamableHTTPOptions{Stateless: true, Logger: s.sdkLog(), PropagateRequestCancellation: true,
+		// The SDK refuses a request that reached a loopback address with
+		// another Host, against DNS rebinding: a web page's script
+		// reaching a server on the developer's machine. That is every
+		// request a reverse proxy on the same host forwards, and a
+		// script gains nothing here without a token, which every request
+		// needs.
+		DisableLocalhostProtection: true})
 	return auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 }
 

@@ -92,12 +92,16 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	return f
 }
 
-// bearer adds a token to every request.
-type bearer struct{ token string }
+// bearer adds a token to every request, and sends them with host as the
+// Host header when it is set.
+type bearer struct{ token, host string }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
+	if b.host != "" {
+		r.Host = b.host
+	}
 	return http.DefaultTransport.RoundTrip(r)
 }
 
@@ -114,7 +118,7 @@ func (f *fixture) connect(t *testing.T, token string) *sdk.ClientSession {
 
 func (f *fixture) dial(ctx context.Context, token string) (*sdk.ClientSession, error) {
 	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
-	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: f.url, HTTPClient: &http.Client{Transport: bearer{token}},
+	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: f.url, HTTPClient: &http.Client{Transport: bearer{token: token}},
 		DisableStandaloneSSE: true, MaxRetries: -1}, nil)
 }
 

@@ -267,3 +267,19 @@ func TestConcurrentClients(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// A reverse proxy on the same host reaches the server on a loopback
+// address with the public Host: that is served, given the token.
+func TestBehindAProxyOnTheSameHost(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: f.url,
+		HTTPClient: &http.Client{Transport: bearer{token: ciToken, host: "askrepo.example.com"}}, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect with Host askrepo.example.com: %v", err)
+	}
+	defer cs.Close()
+	if got, isErr := call(t, cs, "read_file", map[string]any{"repo": "alpha", "path": "main.go"}); isErr {
+		t.Errorf("read_file: %s", got)
+	}
+}
