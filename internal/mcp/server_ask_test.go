@@ -23,6 +23,7 @@ type answer struct {
 	Citations    []struct {
 		Citation string `json:"citation"`
 		Valid    bool   `json:"valid"`
+		URL      string `json:"url"`
 		Reason   string `json:"reason"`
 	} `json:"citations"`
 	ToolCalls []struct {
@@ -96,7 +97,11 @@ func TestAskWithAScriptedModel(t *testing.T) {
 		t.Errorf("tool calls = %+v", a.ToolCalls)
 	}
 	if len(a.Citations) != 2 || !a.Citations[0].Valid || a.Citations[1].Valid || a.Citations[1].Reason == "" {
-		t.Errorf("citations = %+v", a.Citations)
+		t.Fatalf("citations = %+v", a.Citations)
+	}
+	link := alphaWeb + "/blob/" + a.Commit + "/main.go#L3"
+	if a.Citations[0].URL != link || !strings.Contains(a.Answer, link) {
+		t.Errorf("the valid citation is not a permalink at the commit read (%s): %+v\n%s", link, a.Citations[0], a.Answer)
 	}
 	if a.Usage.Steps != 2 || a.Usage.PromptTokens == 0 {
 		t.Errorf("usage = %+v", a.Usage)

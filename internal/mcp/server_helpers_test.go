@@ -31,6 +31,9 @@ const (
 	alphaToken = "alpha-0123456789abcdef0123456789abcd"
 )
 
+// alphaWeb is alpha's web view, for permalinks.
+const alphaWeb = "https://github.com/acme/alpha"
+
 // mainGo is alpha's one Go file; Hello is defined on its line 3.
 const mainGo = "package main\n\nfunc Hello() string { return \"hi\" }\n\nfunc main() { _ = Hello() }\n"
 
@@ -52,13 +55,16 @@ type fixtureOptions struct {
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
-	alpha := gitexectest.Init(t, "")
-	alpha.Commit(gitexectest.Commit{Message: "add main", Write: map[string]string{
+	// alpha is a clone whose commit is on its remote, so citations of it
+	// link to the web view.
+	remote := gitexectest.NewRemote(t)
+	remote.Push("main", gitexectest.Commit{Message: "add main", Write: map[string]string{
 		"README.md": "# alpha\n\nSays hello.\n", "main.go": mainGo, ".env": "SECRET=hunter2\n"}, Force: true})
+	alpha := remote.Clone(t)
 	beta := gitexectest.Init(t, "")
 	beta.Commit(gitexectest.Commit{Write: map[string]string{"README.md": "# beta\n"}})
 	m, err := repos.New(t.Context(), []repos.Spec{
-		{Name: "alpha", Path: alpha.Dir, Channels: []string{"*"}},
+		{Name: "alpha", Path: alpha.Dir, Channels: []string{"*"}, WebURL: alphaWeb, WebKind: "github"},
 		{Name: "beta", Path: beta.Dir, Channels: []string{"*"}},
 	}, repos.Options{DataDir: t.TempDir()})
 	if err != nil {
