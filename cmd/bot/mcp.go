@@ -52,7 +52,7 @@ func (c *core) newMCP(store session.Store, tokens []config.MCPToken, reg prometh
 		return nil, err
 	}
 	return mcp.New(mcp.Options{
-		Repos: c.repos, Turns: runner, Store: store, Tokens: tokens, Rate: c.cfg.MCP.Rate,
+		Repos: c.repos, Turns: runner, Store: store, Tokens: tokens, Rate: c.cfg.MCP.Rate, MaxAsks: c.cfg.Concurrency,
 		ToolTimeout: c.cfg.ToolTimeout, TurnTimeout: c.cfg.TurnTimeout,
 		Version: strings.TrimPrefix(versionLine(), "bot "), Logger: c.log, Registry: reg,
 	})

@@ -66,6 +66,9 @@ type Options struct {
 	Tokens []config.MCPToken
 	// Rate is the tool calls a minute one token may make; 0: no limit.
 	Rate int
+	// MaxAsks is how many asks may run at once, over all callers; one
+	// more is refused, saying to try again. 0: no bound.
+	MaxAsks int
 	// ToolTimeout bounds one repository tool's call, TurnTimeout one ask.
 	ToolTimeout time.Duration
 	TurnTimeout time.Duration
@@ -91,6 +94,9 @@ type Server struct {
 	// list names only the repositories it may read.
 	servers map[string]*sdk.Server
 
+	// asks holds a token for each ask running, when MaxAsks bounds them.
+	asks chan struct{}
+
 	mu   sync.Mutex
 	busy map[session.Key]bool // conversations with an ask running
 }
@@ -110,6 +116,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if opts.MaxAsks > 0 {
+		s.asks = make(chan struct{}, opts.MaxAsks)
+	}
 	all := slices.Sorted(slices.Values(opts.Repos.Repos()))
 	s.local = &access{name: "stdio", repos: all}
 	var errs []error

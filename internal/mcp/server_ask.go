@@ -126,6 +126,10 @@ func (s *Server) ask(ctx context.Context, a *access, in askArgs) (*sdk.CallToolR
 		return nil, "", refuse(errors.New("this conversation is still answering an earlier ask; wait for its answer, then ask again"))
 	}
 	defer s.letGo(key)
+	if !s.startAsk() {
+		return nil, "", refuse(fmt.Errorf("askrepo is answering %d questions already, its most at once; try again in a minute", cap(s.asks)))
+	}
+	defer s.endAsk()
 	loaded, repo, err := s.conversation(ctx, a, key, in)
 	if err != nil {
 		return nil, repo, err
@@ -186,6 +190,27 @@ func (s *Server) conversation(ctx context.Context, a *access, key session.Key, i
 		return turn.Loaded{}, "", refuse(fmt.Errorf("this conversation is about %s; leave repo out, or leave conversation out to ask about %s in a new one", loaded.Session.Repo, in.Repo))
 	}
 	return loaded, loaded.Session.Repo, nil
+}
+
+// startAsk takes a place for an ask among MaxAsks; false when none is
+// free. Asks are refused rather than queued: the caller's client would
+// wait without a word, and may time out and ask again.
+func (s *Server) startAsk() bool {
+	if s.asks == nil {
+		return true
+	}
+	select {
+	case s.asks <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Server) endAsk() {
+	if s.asks != nil {
+		<-s.asks
+	}
 }
 
 // hold marks a conversation as answering; false when it already is. Two

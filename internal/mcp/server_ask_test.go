@@ -141,7 +141,7 @@ func TestAskWithAScriptedModel(t *testing.T) {
 	}
 }
 
-func TestAskOneAtATimePerConversation(t *testing.T) {
+func TestAskOneAtATime(t *testing.T) {
 	release := make(chan struct{})
 	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		if strings.Contains(r.LastUser(), "slow") {
@@ -153,7 +153,7 @@ func TestAskOneAtATimePerConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, fixtureOptions{model: model})
+	f := newFixture(t, fixtureOptions{model: model, maxAsks: 1})
 	cs := f.connect(t, alphaToken)
 	a, res := ask(t, cs, map[string]any{"question": "start"})
 	if res.IsError {
@@ -174,6 +174,11 @@ func TestAskOneAtATimePerConversation(t *testing.T) {
 	_, res = ask(t, cs, map[string]any{"question": "meanwhile", "conversation": a.Conversation})
 	if !res.IsError || !strings.Contains(text(res), "still answering") {
 		t.Errorf("a second ask while one runs: %v %q", res.IsError, text(res))
+	}
+	// Over MaxAsks, any other ask is refused too.
+	_, res = ask(t, f.connect(t, ciToken), map[string]any{"question": "another", "repo": "beta"})
+	if !res.IsError || !strings.Contains(text(res), "answering 1 questions already") {
+		t.Errorf("an ask over MaxAsks: %v %q", res.IsError, text(res))
 	}
 	close(release)
 	if res := <-done; res.IsError {

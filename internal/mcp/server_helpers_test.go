@@ -49,8 +49,9 @@ type fixture struct {
 }
 
 type fixtureOptions struct {
-	rate  int
-	model agent.Model
+	rate    int
+	maxAsks int
+	model   agent.Model
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -83,7 +84,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv, err = mcp.New(mcp.Options{Repos: m, Turns: runner, Store: f.store, Rate: o.rate, Version: "test",
+	f.srv, err = mcp.New(mcp.Options{Repos: m, Turns: runner, Store: f.store, Rate: o.rate, MaxAsks: o.maxAsks, Version: "test",
 		Tokens: []config.MCPToken{
 			{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"},
 			{Name: "alpha-only", Token: alphaToken, Repos: []string{"alpha"}, Env: "ALPHA"},
