@@ -237,14 +237,7 @@ func (s *Server) endTurn(id string, res turn.Result, err error, log interface{ W
 	if !res.Started {
 		return
 	}
-	state := session.TurnDone
-	switch {
-	case errors.Is(err, context.Canceled):
-		state = session.TurnStopped
-	case err != nil:
-		state = session.TurnFailed
-	}
-	if err := s.opts.Store.EndTurn(context.Background(), id, state, ""); err != nil {
+	if err := s.opts.Store.EndTurn(context.Background(), id, turn.EndState(err), ""); err != nil {
 		log.Warn("record the end of a turn", "err", err)
 	}
 }

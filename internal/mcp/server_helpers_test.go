@@ -1,14 +1,12 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,6 +16,7 @@ import (
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/mcp"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
@@ -44,7 +43,7 @@ type fixture struct {
 	url   string
 	store *session.Memory
 	reg   *prometheus.Registry
-	logs  *syncBuffer
+	logs  *logtest.Buffer
 	alpha string // alpha's checkout directory
 }
 
@@ -72,7 +71,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	f := &fixture{store: session.NewMemory(), reg: prometheus.NewRegistry(), logs: &syncBuffer{}, alpha: alpha.Dir}
+	f := &fixture{store: session.NewMemory(), reg: prometheus.NewRegistry(), logs: &logtest.Buffer{}, alpha: alpha.Dir}
 	model := o.model
 	if model == nil {
 		model = llm.NewDemo()
@@ -183,21 +182,4 @@ func (f *fixture) counter(t *testing.T, name string, labels map[string]string) f
 		}
 	}
 	return 0
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
