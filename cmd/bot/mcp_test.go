@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/logging/logtest"
 )
@@ -56,7 +57,9 @@ func TestMCPOverStdio(t *testing.T) {
 			cmd.Dir = t.TempDir() // no stray .env, nothing written where it runs
 			logs := &logtest.Buffer{}
 			cmd.Stderr = logs
-			cmd.Env = cleanEnv(append([]string{"REPO_PATH=" + testRepo(t), "REPO_NAME=widget", "HOME=" + t.TempDir()}, tc.env...)...)
+			repo := testRepo(t)
+			gitexectest.Init(t, repo).Commit(gitexectest.Commit{Message: "widget"})
+			cmd.Env = cleanEnv(append([]string{"REPO_PATH=" + repo, "REPO_NAME=widget", "HOME=" + t.TempDir()}, tc.env...)...)
 			client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
 			cs, err := client.Connect(t.Context(), &sdk.CommandTransport{Command: cmd}, nil)
 			if err != nil {
@@ -76,8 +79,21 @@ func TestMCPOverStdio(t *testing.T) {
 					t.Errorf("tools %v lack %s", names, want)
 				}
 			}
-			if got, isErr := mcpCall(t, cs, "read_file", map[string]any{"path": "retry/backoff.go"}); isErr || !strings.Contains(got, "func Backoff") {
-				t.Errorf("read_file: %v %q", isErr, got)
+			// Every tool, each with the arguments it needs.
+			args := map[string]map[string]any{
+				"read_file": {"path": "retry/backoff.go"}, "glob": {"pattern": "**/*.go"}, "search_code": {"pattern": "Backoff"},
+				"git_blame": {"path": "retry/backoff.go"}, "find_symbol": {"name": "Backoff"}, "find_references": {"name": "Backoff"},
+			}
+			for _, name := range names {
+				if name == "ask" {
+					continue
+				}
+				if got, isErr := mcpCall(t, cs, name, args[name]); isErr {
+					t.Errorf("%s: %s", name, got)
+				}
+			}
+			if got, _ := mcpCall(t, cs, "read_file", args["read_file"]); !strings.Contains(got, "func Backoff") {
+				t.Errorf("read_file: %q", got)
 			}
 			if got, isErr := mcpCall(t, cs, "read_file", map[string]any{"path": ".env"}); !isErr || strings.Contains(got, "hunter2") {
 				t.Errorf("read_file .env: %v %q", isErr, got)

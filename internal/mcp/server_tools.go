@@ -54,6 +54,9 @@ func withRepo(params json.RawMessage, a *access) json.RawMessage {
 		props = map[string]any{}
 		schema["properties"] = props
 	}
+	if _, taken := props[repoArg]; taken {
+		panic(fmt.Sprintf("mcp: a tool has an argument named %q, which MCP gives every tool to name the repository", repoArg))
+	}
 	props[repoArg] = map[string]any{"type": "string", "description": repoDescription(a)}
 	if len(a.repos) > 1 {
 		req, _ := schema["required"].([]any)
