@@ -39,12 +39,14 @@ const mainGo = "package main\n\nfunc Hello() string { return \"hi\" }\n\nfunc ma
 // fixture is a served MCP endpoint over two real git repositories, alpha
 // and beta, with its store, metrics and log.
 type fixture struct {
-	srv   *mcp.Server
-	url   string
-	store *session.Memory
-	reg   *prometheus.Registry
-	logs  *logtest.Buffer
-	alpha string // alpha's checkout directory
+	srv    *mcp.Server
+	url    string
+	repos  *repos.Manager
+	runner *turn.Runner
+	store  *session.Memory
+	reg    *prometheus.Registry
+	logs   *logtest.Buffer
+	alpha  string // alpha's checkout directory
 }
 
 type fixtureOptions struct {
@@ -83,6 +85,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.repos, f.runner = m, runner
 	f.srv, err = mcp.New(mcp.Options{Repos: m, Turns: runner, Store: f.store, Rate: o.rate, MaxAsks: o.maxAsks, Version: "test",
 		Tokens: []config.MCPToken{
 			{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"},

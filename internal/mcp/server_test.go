@@ -10,6 +10,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/mcp"
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -281,5 +283,22 @@ func TestBehindAProxyOnTheSameHost(t *testing.T) {
 	defer cs.Close()
 	if got, isErr := call(t, cs, "read_file", map[string]any{"repo": "alpha", "path": "main.go"}); isErr {
 		t.Errorf("read_file: %s", got)
+	}
+}
+
+// A token naming a repository that is not configured stops the start,
+// saying which.
+func TestTokenOfAnUnknownRepository(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	_, err := mcp.New(mcp.Options{Repos: f.repos, Turns: f.runner, Store: f.store,
+		Tokens: []config.MCPToken{{Name: "ci", Token: ciToken, Repos: []string{"alpha", "payments"}, Env: "ASKREPO_MCP_CI"}}})
+	if err == nil || !strings.Contains(err.Error(), `token "ci" (ASKREPO_MCP_CI) names repositories that are not configured: payments`) ||
+		strings.Contains(err.Error(), ciToken) {
+		t.Errorf("err = %v", err)
+	}
+	// Without a token, there is no HTTP endpoint.
+	srv, err := mcp.New(mcp.Options{Repos: f.repos, Turns: f.runner, Store: f.store})
+	if err != nil || srv.Handler() != nil {
+		t.Errorf("no tokens: %v, handler %v", err, srv.Handler())
 	}
 }
