@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -104,7 +103,7 @@ func (s *Server) addAsk(srv *sdk.Server, a *access) {
 				if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
 					return nil, "", refuse(errors.New("the arguments must be a JSON object with question, and optionally repo and conversation, as strings"))
 				}
-				return s.ask(ctx, a, in)
+				return s.ask(ctx, a, in, newObserver(ctx, req))
 			}), nil
 		})
 }
@@ -113,7 +112,7 @@ func (s *Server) addAsk(srv *sdk.Server, a *access) {
 var conversationRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // ask runs one turn of a conversation, new or continued.
-func (s *Server) ask(ctx context.Context, a *access, in askArgs) (*sdk.CallToolResult, string, error) {
+func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) (*sdk.CallToolResult, string, error) {
 	question := strings.TrimSpace(in.Question)
 	if question == "" {
 		return nil, "", refuse(errors.New("ask needs a question"))
@@ -141,7 +140,6 @@ func (s *Server) ask(ctx context.Context, a *access, in askArgs) (*sdk.CallToolR
 	defer lease.Release()
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.opts.TurnTimeout, defaultTurnTimeout))
 	defer cancel()
-	obs := &observer{}
 	id := newID(8)
 	log := s.log.With("token", a.name, "conversation", key.Thread, "turn", id, "repo", repo, "commit", gitexec.ShortCommit(lease.Commit))
 	res, err := s.opts.Turns.Run(ctx, turn.Request{Key: key, Session: loaded, Lease: lease, Repo: repo,
@@ -272,32 +270,4 @@ func newID(n int) string {
 	p := make([]byte, n)
 	_, _ = rand.Read(p)
 	return hex.EncodeToString(p)
-}
-
-// observer keeps the tool calls of an ask, in the order they started.
-type observer struct {
-	mu    sync.Mutex
-	calls []turn.Call
-}
-
-var _ turn.Observer = (*observer)(nil)
-
-func (o *observer) ToolStarted(turn.Call) {}
-
-func (o *observer) ToolDone(c turn.Call) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.calls = append(o.calls, c)
-}
-
-func (o *observer) StepDone(turn.Step) {}
-
-func (o *observer) list() []toolCall {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out := make([]toolCall, 0, len(o.calls))
-	for _, c := range o.calls {
-		out = append(out, toolCall{Name: c.Name, Args: c.Args, Summary: c.Summary, Failed: c.Failed, Link: c.Link})
-	}
-	return out
 }

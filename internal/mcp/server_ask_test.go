@@ -1,8 +1,12 @@
 package mcp_test
 
 import (
+	"context"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,5 +187,46 @@ func TestAskOneAtATime(t *testing.T) {
 	close(release)
 	if res := <-done; res.IsError {
 		t.Errorf("the slow ask: %s", text(res))
+	}
+}
+
+// A client that asks for progress hears of each tool call as it ends.
+func TestAskReportsProgress(t *testing.T) {
+	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		if r.Last().Role == "tool" {
+			return llmtest.Reply{Content: "It says hi."}
+		}
+		return llmtest.Reply{Calls: []llmtest.Call{{Name: "read_file", Args: `{"path":"main.go"}`}, {Name: "read_file", Args: `{"path":"nope.go"}`}}}
+	})
+	model, err := llm.NewClient(llm.ClientConfig{BaseURL: ai.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOptions{model: model})
+	var mu sync.Mutex
+	var heard []string
+	cs, err := f.dialWith(t.Context(), alphaToken, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			heard = append(heard, fmt.Sprintf("%v %v %s", req.Params.ProgressToken, req.Params.Progress, req.Params.Message))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &sdk.CallToolParams{Name: mcp.AskName, Arguments: map[string]any{"question": "what does it say?"}}
+	params.SetProgressToken("p1")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("ask: %v %s", err, text(res))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(heard)
+	want := []string{"p1 1 read_file ", "p1 2 read_file "}
+	if len(heard) != 2 || !strings.HasPrefix(heard[0], want[0]) || !strings.HasPrefix(heard[1], want[1]) ||
+		!strings.Contains(strings.Join(heard, "\n"), "main.go") || !strings.Contains(strings.Join(heard, "\n"), "nope.go failed") {
+		t.Errorf("progress heard:\n%s", strings.Join(heard, "\n"))
 	}
 }

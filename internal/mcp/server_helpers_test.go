@@ -126,7 +126,11 @@ func (f *fixture) connect(t *testing.T, token string) *sdk.ClientSession {
 }
 
 func (f *fixture) dial(ctx context.Context, token string) (*sdk.ClientSession, error) {
-	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	return f.dialWith(ctx, token, nil)
+}
+
+func (f *fixture) dialWith(ctx context.Context, token string, opts *sdk.ClientOptions) (*sdk.ClientSession, error) {
+	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
 	return c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: f.url, HTTPClient: &http.Client{Transport: bearer{token: token}},
 		DisableStandaloneSSE: true, MaxRetries: -1}, nil)
 }
