@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -27,6 +28,11 @@ const AskName = "ask"
 // is the caller's name (a token's, or "stdio"), so no token can continue
 // another's conversation, and the thread is the conversation's ID.
 const Team = session.MCPTeam
+
+// maxQuestion is the longest question ask takes, in characters: a Slack
+// message's limit. The agent reads the code itself; a longer question is
+// most likely code pasted in, at the price of every request of the turn.
+const maxQuestion = 40_000
 
 // defaultTurnTimeout bounds an ask when Options.TurnTimeout is 0.
 const defaultTurnTimeout = 10 * time.Minute
@@ -108,14 +114,17 @@ func (s *Server) addAsk(srv *sdk.Server, a *access) {
 		})
 }
 
-// conversationRE is the form of a conversation ID (newConversation).
+// conversationRE is the form of a conversation ID, newID(16).
 var conversationRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // ask runs one turn of a conversation, new or continued.
 func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) (*sdk.CallToolResult, string, error) {
 	question := strings.TrimSpace(in.Question)
-	if question == "" {
+	switch n := utf8.RuneCountInString(question); {
+	case n == 0:
 		return nil, "", refuse(errors.New("ask needs a question"))
+	case n > maxQuestion:
+		return nil, "", refuse(fmt.Errorf("the question is %d characters long, more than the %d askrepo takes; ask it in fewer words, and let askrepo read the code itself", n, maxQuestion))
 	}
 	key := session.Key{Team: Team, Channel: a.name, Thread: in.Conversation}
 	if in.Conversation == "" {

@@ -137,6 +137,7 @@ func TestAskWithAScriptedModel(t *testing.T) {
 		{cs, map[string]any{"question": "q", "conversation": "../../x"}, "unknown conversation"},
 		{cs, map[string]any{"question": "q", "conversation": a.Conversation, "repo": "beta"}, "about alpha"},
 		{cs, map[string]any{"question": "  "}, "needs a question"},
+		{cs, map[string]any{"question": strings.Repeat("é", 40_001)}, "40001 characters long"},
 	} {
 		_, res := ask(t, tc.cs, tc.args)
 		if !res.IsError || !strings.Contains(text(res), tc.want) {
