@@ -141,7 +141,8 @@ func TestAskWithAScriptedModel(t *testing.T) {
 	} {
 		_, res := ask(t, tc.cs, tc.args)
 		if !res.IsError || !strings.Contains(text(res), tc.want) {
-			t.Errorf("%v: %v %q, want an error saying %q", tc.args, res.IsError, text(res), tc.want)
+			args := fmt.Sprint(tc.args)
+			t.Errorf("%s: %v %q, want an error saying %q", args[:min(len(args), 120)], res.IsError, text(res), tc.want)
 		}
 	}
 }
