@@ -2,7 +2,9 @@ package main
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
@@ -15,6 +17,8 @@ import (
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/logging/logtest"
+	"github.com/askrepo/askrepo/internal/mcp"
+	"github.com/askrepo/askrepo/internal/session"
 )
 
 const mcpTestToken = "ci-0123456789abcdef0123456789abcdef"
@@ -162,4 +166,42 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Without a token /mcp is off: the health listener answers it 404, as any
+// path it does not serve.
+func TestMCPOffWithoutTokens(t *testing.T) {
+	health := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	for _, srv := range []*mcp.Server{nil, newMCPWithoutTokens(t)} {
+		rec := httptest.NewRecorder()
+		withMCP(health, srv).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("{}")))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("/mcp without tokens: %d, want 404", rec.Code)
+		}
+	}
+}
+
+func newMCPWithoutTokens(t *testing.T) *mcp.Server {
+	cfg, err := loadConfig(envMap(map[string]string{"REPO_PATH": testRepo(t), "BOT_DATA_DIR": t.TempDir()}), nil, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Index = false
+	c, err := newCore(t.Context(), cfg, envMap(nil), false, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	srv, err := c.openMCP(session.NewMemory(), nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv != nil {
+		t.Fatal("an MCP server without tokens")
+	}
+	srv, err = c.newMCP(session.NewMemory(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }
