@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -60,8 +61,17 @@ func (c *core) newMCP(store session.Store, tokens []config.MCPToken, reg prometh
 
 // openMCP builds the MCP server of bot serve: nil when no token is
 // configured (/mcp is off), and a warning when tokens are but no listener
-// would serve them.
-func (c *core) openMCP(store session.Store, reg prometheus.Registerer, log *slog.Logger) (*mcp.Server, error) {
+// would serve them. First it ends the asks an earlier stop cut off (see
+// mcp.EndCutOff), whether /mcp is on now or not.
+func (c *core) openMCP(ctx context.Context, store session.Store, reg prometheus.Registerer, log *slog.Logger) (*mcp.Server, error) {
+	// A minute on top of the longest an ask runs, for the clocks of the
+	// store and this process.
+	before := time.Now().Add(-c.cfg.TurnTimeout - time.Minute)
+	if n, err := mcp.EndCutOff(ctx, store, before); err != nil {
+		log.Warn("end the MCP asks a stop cut off; they stay unfinished", "err", err)
+	} else if n > 0 {
+		log.Info("ended the MCP asks a stop cut off", "count", n)
+	}
 	tokens := c.cfg.MCP.Tokens
 	if len(tokens) == 0 {
 		return nil, nil

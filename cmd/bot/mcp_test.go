@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/mcp"
@@ -192,12 +194,21 @@ func newMCPWithoutTokens(t *testing.T) *mcp.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	srv, err := c.openMCP(session.NewMemory(), nil, slog.New(slog.DiscardHandler))
+	// An ask a stop cut off is ended at the start, /mcp on or not.
+	store := session.NewMemory()
+	cut := session.Turn{ID: "cut", Key: session.Key{Team: mcp.Team, Channel: "ci", Thread: "a"}, Started: time.Now().Add(-time.Hour)}
+	if err := store.StartTurn(t.Context(), cut, "widget", llm.Message{Role: llm.RoleUser, Content: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := c.openMCP(t.Context(), store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if srv != nil {
 		t.Fatal("an MCP server without tokens")
+	}
+	if left, err := store.Unfinished(t.Context()); err != nil || len(left) != 0 {
+		t.Errorf("unfinished after the start: %+v, %v", left, err)
 	}
 	srv, err = c.newMCP(session.NewMemory(), nil, nil)
 	if err != nil {

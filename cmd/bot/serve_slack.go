@@ -81,7 +81,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		c.Close()
 		return nil, err
 	}
-	mcpSrv, err := c.openMCP(store, reg, log)
+	mcpSrv, err := c.openMCP(ctx, store, reg, log)
 	if err != nil {
 		store.Close()
 		c.Close()
