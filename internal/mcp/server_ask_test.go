@@ -232,3 +232,48 @@ func TestAskReportsProgress(t *testing.T) {
 		t.Errorf("progress heard:\n%s", strings.Join(heard, "\n"))
 	}
 }
+
+// A client that gives up on an ask stops it: the model's request ends and
+// the turn is stored as stopped, not left running.
+func TestAskStopsWhenTheClientGoes(t *testing.T) {
+	ai := llmtest.New(t, func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Hang: true} })
+	model, err := llm.NewClient(llm.ClientConfig{BaseURL: ai.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOptions{model: model})
+	cs := f.connect(t, alphaToken)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: mcp.AskName, Arguments: map[string]any{"question": "q"}})
+		done <- err
+	}()
+	select {
+	case <-ai.Arrived():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ask never reached the model")
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the cancelled call returned no error")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left, err := f.store.Unfinished(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ask still runs 10s after its client went: %+v", left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sessions, err := f.store.Sessions(t.Context(), 10)
+	if err != nil || len(sessions) != 1 || sessions[0].Turns != 0 {
+		t.Errorf("sessions = %+v, %v; want one, with no turn done", sessions, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -87,6 +88,8 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	}
 	f.repos, f.runner = m, runner
 	f.srv, err = mcp.New(mcp.Options{Repos: m, Turns: runner, Store: f.store, Rate: o.rate, MaxAsks: o.maxAsks, Version: "test",
+		// A test that goes wrong ends within it, not in ten minutes.
+		TurnTimeout: 30 * time.Second,
 		Tokens: []config.MCPToken{
 			{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"},
 			{Name: "alpha-only", Token: alphaToken, Repos: []string{"alpha"}, Env: "ALPHA"},
