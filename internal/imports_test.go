@@ -52,6 +52,9 @@ func TestImportRules(t *testing.T) {
 			return strings.HasPrefix(pkg, "internal/turn") &&
 				(strings.HasPrefix(dep, "github.com/slack-go/slack") || strings.HasPrefix(dep, mod+"internal/slackbot") || strings.HasPrefix(dep, mod+"cmd/"))
 		}},
+		{"internal/mcp, a front end as Slack is, imports neither internal/slackbot nor cmd: a turn goes through internal/turn", func(pkg, dep string) bool {
+			return pkg == "internal/mcp" && (strings.HasPrefix(dep, mod+"internal/slackbot") || strings.HasPrefix(dep, mod+"cmd/"))
+		}},
 		{"internal/gitexec imports no other internal package", func(pkg, dep string) bool {
 			return strings.HasPrefix(pkg, "internal/gitexec") && strings.HasPrefix(dep, mod+"internal/") && !strings.HasPrefix(dep, mod+"internal/gitexec")
 		}},

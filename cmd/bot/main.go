@@ -84,6 +84,8 @@ var (
 			terminalFlags, true},
 		{"chat", "bot chat [flags]", "Ask several questions in one conversation. /help lists the chat commands;\nCtrl-C stops the answer being written, and Ctrl-C again or Ctrl-D quits.",
 			terminalFlags, false},
+		{"mcp", "bot mcp [flags]", "Serve the repositories to an MCP client (Claude Code, Cursor, …) over stdin and stdout: the read-only tools,\neach with a repo argument, and ask, which runs the whole agent. See README.md, \"askrepo as an MCP server\".",
+			terminalFlags, false},
 		{"tool", `bot tool [flags] [NAME ['{"arg": …}']]`, "Run one tool on the checkout and print exactly what the model would read; without a name, list the tools.\nThe checkout is REPO_PATH, --repo DIR, or the repository NAME of BOT_CONFIG with --in NAME.\nExit status 1 when the tool returns an error (printed), 2 for a mistake in the command line.",
 			[]string{"repo", "in", "config", "data-dir", "env-file", "v"}, true},
 		{"sessions", "bot sessions [flags]", "List the stored Slack thread sessions, newest first, with their token totals.",
@@ -105,6 +107,7 @@ Usage:
   bot [serve] [flags]          serve Slack over Socket Mode (needs SLACK_BOT_TOKEN, SLACK_APP_TOKEN)
   bot ask [flags] "question"   answer one question in the terminal
   bot chat [flags]             ask several questions in one conversation
+  bot mcp [flags]              serve the tools and ask to an MCP client over stdio
   bot tool [NAME 'JSON']       run one tool on the checkout as the model would, or list the tools
   bot sessions [flags]         list stored Slack thread sessions and their token totals
   bot feedback [--since 7d]    list the 👍/👎 people gave answers, with what they rate
@@ -153,7 +156,7 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	name, args := splitCommand(args)
 	cmd, ok := commandNamed(name)
 	if !ok {
-		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, tool, sessions, feedback, usage, healthcheck, version, help", name)}
+		return usageError{fmt.Sprintf("unknown command %q; commands: serve, ask, chat, mcp, tool, sessions, feedback, usage, healthcheck, version, help", name)}
 	}
 	fl := newFlags(cmd)
 	pos, err := fl.parse(args)
@@ -215,6 +218,8 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		return runTool(ctx, cfg, env, repoFlag, fl.in, pos, isTerminal(stderr), out, errOut)
 	case "chat":
 		return runChat(ctx, cfg, env, repoFlag, stdin, out, errOut)
+	case "mcp":
+		return runMCP(ctx, cfg, env, repoFlag, stdin, stdout, errOut)
 	}
 	if report {
 		return storeReports[name](ctx, cfg, fl, out)
@@ -249,7 +254,7 @@ func help(out io.Writer, args []string) error {
 	}
 	cmd, ok := commandNamed(args[0])
 	if !ok || len(args) > 1 {
-		return usageError{fmt.Sprintf("bot help takes one command name, got %q; commands: serve, ask, chat, tool, sessions, feedback, usage, healthcheck, version, help", args)}
+		return usageError{fmt.Sprintf("bot help takes one command name, got %q; commands: serve, ask, chat, mcp, tool, sessions, feedback, usage, healthcheck, version, help", args)}
 	}
 	newFlags(cmd).printHelp(out)
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/mcp"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot"
 )
@@ -45,6 +46,7 @@ type service struct {
 	core  *core
 	store session.Store
 	bot   *slackbot.Bot
+	mcp   *mcp.Server // nil: /mcp is off
 }
 
 // newService clones or opens the repositories, opens the store and builds
@@ -79,6 +81,12 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		c.Close()
 		return nil, err
 	}
+	mcpSrv, err := c.openMCP(ctx, store, reg, log)
+	if err != nil {
+		store.Close()
+		c.Close()
+		return nil, err
+	}
 	bot, err := slackbot.New(slackbot.Config{
 		BotToken:      cfg.SlackBotToken.Reveal(),
 		AppToken:      cfg.SlackAppToken.Reveal(),
@@ -107,7 +115,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		c.Close()
 		return nil, err
 	}
-	return &service{cfg: cfg, log: log, core: c, store: store, bot: bot}, nil
+	return &service{cfg: cfg, log: log, core: c, store: store, bot: bot, mcp: mcpSrv}, nil
 }
 
 // Close closes the store and the repositories; after run has returned.
@@ -140,7 +148,7 @@ func (s *service) run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("BOT_HTTP_ADDR %s: %w (choose a free address, or set it empty to disable health and metrics)", cfg.HTTPAddr, err)
 		}
-		srv := &http.Server{Handler: s.bot.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: withMCP(s.bot.HTTPHandler(), s.mcp), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("health and metrics listener stopped", "err", err)

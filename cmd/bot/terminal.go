@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -175,14 +174,7 @@ func (t *terminal) endTurn(id string, res turn.Result, err error) {
 	if !res.Started {
 		return
 	}
-	state := session.TurnDone
-	switch {
-	case errors.Is(err, context.Canceled):
-		state = session.TurnStopped
-	case err != nil:
-		state = session.TurnFailed
-	}
-	if err := t.store.EndTurn(context.Background(), id, state, ""); err != nil {
+	if err := t.store.EndTurn(context.Background(), id, turn.EndState(err), ""); err != nil {
 		t.core.log.Warn("record the end of a turn", "err", err)
 	}
 }

@@ -61,6 +61,7 @@ type Config struct {
 	Tracing    Tracing     // OTEL_EXPORTER_OTLP_*, BOT_TRACE_CONTENT (see tracing.go)
 	Budgets    Budgets     // the budgets section of BOT_CONFIG (no environment variable)
 	MCPServers []MCPServer // BOT_CONFIG's mcp_servers: tools of other MCP servers for the agent
+	MCP        MCP         // BOT_MCP_TOKENS, BOT_MCP_RATE, mcp_tokens of BOT_CONFIG
 }
 
 // Setting describes one variable: its name in the environment and in the
@@ -143,6 +144,8 @@ var Settings = []Setting{
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "", "OpenTelemetry collector base URL (OTLP/HTTP, traces to its /v1/traces); unset with the next one: no tracing.", setURL(func(c *Config) *string { return &c.Tracing.Endpoint })},
 	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", "", "Full OTLP/HTTP traces URL; overrides the base one.", setURL(func(c *Config) *string { return &c.Tracing.TracesEndpoint })},
 	{"BOT_TRACE_CONTENT", "", "false", "Put questions, answers, tool arguments and tool results (file contents) on the spans.", setBool(func(c *Config) *bool { return &c.Tracing.Content })},
+	{"BOT_MCP_TOKENS", "", "", "Bearer tokens for /mcp on BOT_HTTP_ADDR, as name=token,name2=token2; each may read every repository (mcp_tokens in BOT_CONFIG limits one to some). None: /mcp is off. Never logged.", setMCPTokens},
+	{"BOT_MCP_RATE", "mcp.rate", "60", "Tool calls a minute each MCP token may make (ask counts as one); more get an error saying when to retry.", setInt(func(c *Config) *int { return &c.MCP.Rate }, 1, 100_000)},
 }
 
 // Load builds the configuration: defaults, then the YAML file named by
@@ -178,6 +181,7 @@ func Load(env func(string) (string, bool), overrides map[string]string) (Config,
 			errs = append(errs, fmt.Errorf("%s: %w", s.Env, err))
 		}
 	}
+	errs = append(errs, c.applyMCPTokens(lookup)...)
 	if err := c.validate(); err != nil {
 		errs = append(errs, err)
 	}

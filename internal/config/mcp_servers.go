@@ -52,11 +52,11 @@ type MCPServer struct {
 var mcpServerKeys = []string{"name", "command", "args", "env", "url", "headers", "tools", "channels"}
 
 var (
-	mcpNameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
-	mcpChannelRE = regexp.MustCompile(`^[A-Z0-9]{2,}$`)
-	mcpEnvNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	mcpHeaderRE  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-	mcpToolRE    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	mcpServerNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+	mcpChannelRE    = regexp.MustCompile(`^[A-Z0-9]{2,}$`)
+	mcpEnvNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	mcpHeaderRE     = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	mcpToolRE       = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 )
 
 // applyMCPServers reads the mcp_servers section of the YAML file at path
@@ -136,7 +136,7 @@ func parseMCPServers(data []byte) ([]MCPServer, []error) {
 // problems are what is wrong with the entry on its own.
 func (s MCPServer) problems() []error {
 	var errs []error
-	if !mcpNameRE.MatchString(s.Name) {
+	if !mcpServerNameRE.MatchString(s.Name) {
 		errs = append(errs, fmt.Errorf("name %q: want 1 to 32 of a-z, 0-9 and -, starting with a letter or digit (it prefixes the tools: NAME__tool)", s.Name))
 	}
 	switch {

@@ -57,8 +57,8 @@ type yamlValue struct {
 // sections are the top-level sections of BOT_CONFIG that are lists or
 // structures of their own, read by their own readers rather than as
 // settings: repos (internal/repos), budgets (readBudgets), mcp_servers
-// (applyMCPServers).
-var sections = map[string]bool{"repos": true, "budgets": true, "mcp_servers": true}
+// (applyMCPServers), mcp_tokens (readMCPTokens).
+var sections = map[string]bool{"repos": true, "budgets": true, "mcp_servers": true, mcpTokensKey: true}
 
 func readYAML(path string) (map[string]yamlValue, error) {
 	data, err := os.ReadFile(path)

@@ -57,6 +57,9 @@ func (b *Bot) recoverTurns(ctx context.Context, boot time.Time) {
 		return
 	}
 	turns = slices.DeleteFunc(turns, func(t session.Turn) bool {
+		if t.Key.Team == session.MCPTeam {
+			return true // an MCP ask: its caller went with the process
+		}
 		if t.Started.After(boot) {
 			b.log.Info("unfinished turn started after this process: left to the process running it", "turn", t.ID, "thread", t.Key.String())
 			return true

@@ -405,3 +405,27 @@ func firstLineOf(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
+
+// An MCP ask cut off by a restart is not a Slack thread: recovery leaves it
+// alone, and answers the Slack thread cut off beside it.
+func TestRecoveryLeavesMCPConversations(t *testing.T) {
+	srv, store := restartWorld(t)
+	cutTurn(t, srv, store, "what is widget?", session.TurnRunning, false)
+	mcpKey := session.Key{Team: session.MCPTeam, Channel: "ci", Thread: "0123456789abcdef0123456789abcdef"}
+	if err := store.StartTurn(t.Context(), session.Turn{ID: "mcp1", Key: mcpKey, Question: "q"}, testRepoName,
+		llm.Message{Role: llm.RoleUser, Content: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOpts{slack: srv, store: store})
+	h.waitTurns(1)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if logs := h.logs.String(); !strings.Contains(logs, `"msg":"recovering turns a restart cut off","component":"slackbot","count":1,`) {
+		t.Errorf("recovery did not take the Slack turn alone:\n%s", logs)
+	}
+	unfinished, err := store.Unfinished(t.Context())
+	if err != nil || len(unfinished) != 1 || unfinished[0].ID != "mcp1" {
+		t.Errorf("unfinished = %+v, %v; want the MCP turn, untouched", unfinished, err)
+	}
+}
