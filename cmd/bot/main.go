@@ -224,12 +224,22 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	if report {
 		return storeReports[name](ctx, cfg, fl, out)
 	}
+	if err := serveRepoFlag(cfg, repoFlag); err != nil {
+		return err
+	}
+	return runServe(ctx, cfg, env, errOut)
+}
+
+// serveRepoFlag refuses --repo beside BOT_CONFIG's repos for serve, which
+// answers for the channels those repos are mapped to: there it would
+// silently do nothing.
+func serveRepoFlag(cfg config.Config, repoFlag bool) error {
 	if repoFlag && cfg.ConfigFile != "" {
 		if specs, err := repos.LoadFile(cfg.ConfigFile); err == nil && len(specs) > 0 {
 			return usageError{fmt.Sprintf("--repo conflicts with the repos in BOT_CONFIG (%s); serve answers about those, so drop --repo (or BOT_CONFIG's repos list to serve one checkout); to ask about %s alone: bot ask --repo %s", cfg.ConfigFile, cfg.RepoPath, cfg.RepoPath)}
 		}
 	}
-	return runServe(ctx, cfg, env, errOut)
+	return nil
 }
 
 // storeReports are the commands that only read the session store: they
