@@ -99,8 +99,10 @@ func (b *Bot) onEvent(ctx context.Context, sm *socketmode.Client, evt socketmode
 		if cb, ok := evt.Data.(slack.InteractionCallback); ok {
 			b.onInteraction(cb)
 		}
+	case socketmode.EventTypeSlashCommand:
+		b.onCommand(ctx, sm, evt, received)
 	default:
-		// Slash commands and anything newer: ack so Slack does not retry.
+		// Anything newer: ack so Slack does not retry.
 		if evt.Request != nil && evt.Request.EnvelopeID != "" {
 			b.ack(ctx, sm, evt.Request.EnvelopeID, received)
 		}
@@ -108,9 +110,15 @@ func (b *Bot) onEvent(ctx context.Context, sm *socketmode.Client, evt socketmode
 }
 
 func (b *Bot) ack(ctx context.Context, sm *socketmode.Client, envelopeID string, received time.Time) {
+	b.ackWith(ctx, sm, envelopeID, received, nil)
+}
+
+// ackWith acks an envelope with a response payload: for a slash command,
+// a reply only the asker sees.
+func (b *Bot) ackWith(ctx context.Context, sm *socketmode.Client, envelopeID string, received time.Time, payload any) {
 	actx, cancel := context.WithTimeout(ctx, b.cfg.AckTimeout)
 	defer cancel()
-	if err := sm.AckCtx(actx, envelopeID, nil); err != nil {
+	if err := sm.AckCtx(actx, envelopeID, payload); err != nil {
 		b.metrics.ackFailures.Inc()
 		b.log.Warn("ack not queued; Slack will redeliver the envelope", "envelope_id", envelopeID, "err", err)
 		return

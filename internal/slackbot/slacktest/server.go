@@ -147,6 +147,12 @@ type Server struct {
 	always   map[string]Response
 	holds    map[string]*hold
 	closed   bool
+	// triggers maps a trigger_id handed out to its user; a trigger opens
+	// one modal. views are the modals opened, by view ID.
+	triggers     map[string]string
+	usedTriggers map[string]bool
+	views        map[string]View
+	viewSeq      int
 
 	wg sync.WaitGroup
 }
@@ -184,6 +190,10 @@ func New(opts ...Option) *Server {
 		fail:    map[string][]Response{},
 		always:  map[string]Response{},
 		holds:   map[string]*hold{},
+
+		triggers:     map[string]string{},
+		usedTriggers: map[string]bool{},
+		views:        map[string]View{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", s.serveAPI)

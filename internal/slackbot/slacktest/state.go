@@ -190,6 +190,10 @@ type State struct {
 	Envelopes []Envelope
 	Acks      []Ack
 	Conns     []Conn
+	// Views are the views opened and published; Prompts the suggested
+	// prompts set in assistant threads.
+	Views   []View
+	Prompts []Prompts
 	// Tickets counts apps.connections.open successes.
 	Tickets int
 }
@@ -287,6 +291,8 @@ func (st *State) clone() *State {
 		Acks:      slices.Clone(st.Acks),
 		Conns:     slices.Clone(st.Conns),
 		Tickets:   st.Tickets,
+		Views:     slices.Clone(st.Views),
+		Prompts:   slices.Clone(st.Prompts),
 	}
 	for i := range c.Messages {
 		c.Messages[i].Edits = slices.Clone(c.Messages[i].Edits)

@@ -88,6 +88,11 @@ var apiMethods = map[string]apiMethod{
 	"conversations.replies":       {botToken, (*Server).replies},
 	"conversations.info":          {botToken, (*Server).conversationInfo},
 	"users.info":                  {botToken, (*Server).userInfo},
+
+	"assistant.threads.setSuggestedPrompts": {botToken, (*Server).setSuggestedPrompts},
+	"assistant.threads.setTitle":            {botToken, (*Server).setTitle},
+	"views.publish":                         {botToken, (*Server).viewsPublish},
+	"views.open":                            {botToken, (*Server).viewsOpen},
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
