@@ -56,6 +56,8 @@ type Bot struct {
 
 	rep *replicas // nil unless Config.Shared is set
 
+	panels panelThreads // open assistant panel threads
+
 	// owner names this process in the store's inbox, and hold is how long
 	// an event it received stays its own before another process may
 	// claim it: the lease TTL with replicas; zero alone, since only the

@@ -79,6 +79,10 @@ func (b *Bot) receive(ctx context.Context, ea slackevents.EventsAPIEvent, retry 
 		in, why = fromMention(team, eventID, ev, b.self)
 	case *slackevents.MessageEvent:
 		in, why = fromMessage(team, eventID, ev, b.self)
+	case *slackevents.AssistantThreadStartedEvent:
+		return b.onPanel(ctx, team, eventID, ev.AssistantThread, true)
+	case *slackevents.AssistantThreadContextChangedEvent:
+		return b.onPanel(ctx, team, eventID, ev.AssistantThread, false)
 	default:
 		why = ignoreOther
 	}
@@ -86,6 +90,7 @@ func (b *Bot) receive(ctx context.Context, ea slackevents.EventsAPIEvent, retry 
 		b.ignore(why, ea.InnerEvent.Type, eventID, retry)
 		return queuedEvent{}, false
 	}
+	b.inPanel(&in)
 	return b.record(ctx, in, inboxKey(in), ea.InnerEvent.Type, retry)
 }
 

@@ -1,0 +1,244 @@
+package slackbot
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/repos"
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+)
+
+// twoRepos serves acme-widget in DMs and payments in C1 and C3; C2 has
+// none. payments has a package, a configuration file and a directory its
+// deny-list hides.
+func twoRepos(t testing.TB) *repos.Manager {
+	t.Helper()
+	widget := gitexectest.Init(t, "")
+	widget.Commit(gitexectest.Commit{Message: "widget", Write: map[string]string{"README.md": "# widget\n"}})
+	pay := gitexectest.Init(t, "")
+	pay.Commit(gitexectest.Commit{Message: "payments", Write: map[string]string{
+		"README.md":         "# payments\n",
+		"aaa-secrets/k.txt": "hunter2\n",
+		"billing/pay.go":    "package billing\n",
+		"config.yaml":       "retries: 3\n",
+	}})
+	m, err := repos.New(context.Background(), []repos.Spec{
+		{Name: testRepoName, Path: widget.Dir, Channels: []string{repos.DirectMessages}},
+		{Name: "payments", Path: pay.Dir, Channels: []string{"C1", "C3"}, Deny: []string{"aaa-secrets"}},
+	}, repos.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+func panelHarness(t testing.TB, o harnessOpts) *harness {
+	cfg := o.cfg
+	o.cfg = func(c *Config) {
+		c.Repos = twoRepos(t)
+		c.AllowChannels = []string{"C1", "C2"}
+		if cfg != nil {
+			cfg(c)
+		}
+	}
+	return newHarness(t, o)
+}
+
+// openPanel sends assistant_thread_started for a new thread of U1's panel
+// in D1, viewed beside channel, and returns the thread's ts.
+func (h *harness) openPanel(channel string) (thread, envelope string) {
+	thread = h.slack.NextTS()
+	return thread, h.slack.SendEvent(slacktest.AssistantThreadStarted("U1", "D1", thread, channel))
+}
+
+func (h *harness) waitPrompts(thread string, n int) []slacktest.Prompts {
+	h.t.Helper()
+	st, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		return len(threadPrompts(st, thread)) >= n
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return threadPrompts(st, thread)
+}
+
+func threadPrompts(st *slacktest.State, thread string) []slacktest.Prompts {
+	var out []slacktest.Prompts
+	for _, p := range st.Prompts {
+		if p.ThreadTS == thread {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func promptText(p slacktest.Prompts) string {
+	var b strings.Builder
+	for _, pr := range p.Prompts {
+		b.WriteString(pr.Title + " | " + pr.Message + "\n")
+	}
+	return b.String()
+}
+
+// modelRepo is the repository the model was told about in its first
+// request of the last turn.
+func (h *harness) lastRepo() string {
+	reqs := h.ai.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		for _, m := range reqs[i].Chat.Messages {
+			if _, after, ok := strings.Cut(m.Content, "repository: "); ok {
+				name, _, _ := strings.Cut(after, "\n")
+				return strings.TrimSpace(name)
+			}
+		}
+	}
+	return ""
+}
+
+func TestPanelGreetsAndAnswersFromTheChannelInView(t *testing.T) {
+	h := panelHarness(t, harnessOpts{})
+	thread, env := h.openPanel("C1")
+	greet, err := h.slack.WaitMessages(h.ctx(), "D1", thread, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := greet[0].Text; !strings.Contains(g, "*payments*") || !strings.Contains(g, "<#C1>") {
+		t.Errorf("greeting %q: want the repository of the channel in view", g)
+	}
+	ps := h.waitPrompts(thread, 1)[0]
+	text := promptText(ps)
+	if len(ps.Prompts) > 4 || !strings.Contains(text, "billing/") || !strings.Contains(text, "config.yaml") || !strings.Contains(text, "this week") {
+		t.Errorf("prompts %q: want at most 4, from payments' package and config, and the week's changes", text)
+	}
+	if strings.Contains(text, "aaa-secrets") || strings.Contains(text, testRepoName) {
+		t.Errorf("prompts %q name what the deny-list hides or a repository out of view", text)
+	}
+
+	// Redelivered: greeted once.
+	if _, err := h.slack.Redeliver(env, "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	h.slack.Reply("D1", "U1", "where is billing handled?\nand why", thread)
+	h.waitTurns(1)
+	if n := len(h.slack.Snapshot().BotMessages("D1", thread, slacktest.DefaultBotID)); n < 2 {
+		t.Fatalf("%d bot messages in the panel thread", n)
+	}
+	if got := h.lastRepo(); got != "payments" {
+		t.Errorf("the panel question was answered from %q, want payments", got)
+	}
+	if n := len(threadPrompts(h.slack.Snapshot(), thread)); n != 1 {
+		t.Errorf("prompts set %d times, want once despite the redelivery", n)
+	}
+	greets := 0
+	for _, m := range h.slack.Snapshot().BotMessages("D1", thread, slacktest.DefaultBotID) {
+		if strings.HasPrefix(m.Text, "Hi <@U1>") {
+			greets++
+		}
+	}
+	if greets != 1 {
+		t.Errorf("%d greetings, want 1", greets)
+	}
+	titles := h.slack.Calls("assistant.threads.setTitle")
+	if len(titles) != 1 || titles[0].Params.Get("title") != "where is billing handled?" {
+		t.Errorf("setTitle calls %+v, want one with the first question's first line", titles)
+	}
+
+	// Bound now: a new channel in view changes nothing, and a question
+	// about another repository is told the thread stays.
+	h.slack.SendEvent(slacktest.AssistantThreadContextChanged("U1", "D1", thread, "C2"))
+	h.slack.Reply("D1", "U1", "in "+testRepoName+": what is it?", thread)
+	h.waitTurns(2)
+	msgs := h.slack.Snapshot().BotMessages("D1", thread, slacktest.DefaultBotID)
+	if last := msgs[len(msgs)-1].Text; !strings.Contains(last, "stays on payments") {
+		t.Errorf("last reply %q: want the thread to stay on payments", last)
+	}
+	if n := len(threadPrompts(h.slack.Snapshot(), thread)); n != 1 {
+		t.Errorf("prompts set %d times, want no new ones for a bound thread", n)
+	}
+	if n := len(h.slack.Calls("assistant.threads.setTitle")); n != 1 {
+		t.Errorf("setTitle called %d times, want only for the first question", n)
+	}
+}
+
+func TestPanelContextTheUserMayNotUse(t *testing.T) {
+	tests := []struct {
+		name, channel string
+	}{
+		{"a channel no repository serves", "C2"},
+		{"a channel the allow-list leaves out", "C3"},
+		{"no channel in view", ""},
+	}
+	h := panelHarness(t, harnessOpts{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			thread, _ := h.openPanel(tt.channel)
+			greet, err := h.slack.WaitMessages(h.ctx(), "D1", thread, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := greet[0].Text; !strings.Contains(g, "*"+testRepoName+"*") || strings.Contains(g, "payments") {
+				t.Errorf("greeting %q: want the DM's own repository", g)
+			}
+			if text := promptText(h.waitPrompts(thread, 1)[0]); strings.Contains(text, "payments") || strings.Contains(text, "billing") {
+				t.Errorf("prompts %q are about a repository the context may not read", text)
+			}
+		})
+	}
+}
+
+// A thread not bound yet follows the channel in view.
+func TestPanelFollowsContextUntilBound(t *testing.T) {
+	h := panelHarness(t, harnessOpts{})
+	thread, _ := h.openPanel("C2")
+	h.waitPrompts(thread, 1)
+	h.slack.SendEvent(slacktest.AssistantThreadContextChanged("U1", "D1", thread, "C1"))
+	ps := h.waitPrompts(thread, 2)
+	if text := promptText(ps[1]); !strings.Contains(text, "payments") {
+		t.Errorf("prompts after the change %q: want payments'", text)
+	}
+	h.slack.Reply("D1", "U1", "what is this?", thread)
+	h.waitTurns(1)
+	if got := h.lastRepo(); got != "payments" {
+		t.Errorf("answered from %q, want payments", got)
+	}
+}
+
+// The channel in view is recorded with the question: a restart between
+// the question and the answer answers it from the same repository.
+func TestPanelQuestionAnsweredAfterRestart(t *testing.T) {
+	crashed := make(chan struct{})
+	var armed, once atomic.Bool
+	h1 := panelHarness(t, harnessOpts{cfg: func(c *Config) {
+		c.CrashAt = func(point string) {
+			if point == CrashAfterAck && armed.Load() && once.CompareAndSwap(false, true) {
+				close(crashed)
+				runtime.Goexit()
+			}
+		}
+	}})
+	thread, _ := h1.openPanel("C1")
+	h1.waitPrompts(thread, 1)
+	armed.Store(true)
+	h1.slack.Reply("D1", "U1", "where is billing handled?", thread)
+	select {
+	case <-crashed:
+	case <-h1.ctx().Done():
+		t.Fatal("the bot never reached the point after the ack")
+	}
+	if err := h1.stop(); err != nil {
+		t.Fatal(err)
+	}
+	h2 := panelHarness(t, harnessOpts{slack: h1.slack, ai: h1.ai, store: h1.store})
+	h2.waitTurns(1)
+	if got := h2.lastRepo(); got != "payments" {
+		t.Errorf("answered after the restart from %q, want payments", got)
+	}
+	if n := len(answers(h2.slack.Snapshot().BotMessages("D1", thread, slacktest.DefaultBotID))); n != 1 {
+		t.Errorf("%d answers, want 1", n)
+	}
+}
