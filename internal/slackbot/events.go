@@ -93,6 +93,9 @@ func (b *Bot) onEvent(ctx context.Context, sm *socketmode.Client, evt socketmode
 			b.intake.push(qe)
 		}
 	case socketmode.EventTypeInteractive:
+		if b.onShortcut(ctx, sm, evt, received) {
+			return
+		}
 		if evt.Request != nil {
 			b.ack(ctx, sm, evt.Request.EnvelopeID, received)
 		}
