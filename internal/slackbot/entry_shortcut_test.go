@@ -182,4 +182,3 @@ func TestFileLinks(t *testing.T) {
 		}
 	}
 }
-
