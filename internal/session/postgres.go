@@ -149,6 +149,8 @@ var postgresMigrations = []string{
 	CREATE INDEX inbox_open ON inbox (received) WHERE NOT handled;
 	CREATE INDEX inbox_expires ON inbox (expires);
 	ALTER TABLE turns ADD COLUMN parts text NOT NULL DEFAULT '';`,
+	// A person's turns, newest first (see UserTurns).
+	`CREATE INDEX turns_user_started ON turns (user_id, started);`,
 }
 
 // OpenPostgres connects to the database at dsn (a postgres:// URL or a

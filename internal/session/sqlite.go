@@ -141,6 +141,8 @@ var migrations = []string{
 	CREATE INDEX inbox_open ON inbox (received) WHERE handled = 0;
 	CREATE INDEX inbox_expires ON inbox (expires);
 	ALTER TABLE turns ADD COLUMN parts TEXT NOT NULL DEFAULT '';`,
+	// A person's turns, newest first (see UserTurns).
+	`CREATE INDEX turns_user_started ON turns (user_id, started);`,
 }
 
 // OpenSQLite opens (creating if needed) the store at path and brings its
