@@ -83,6 +83,8 @@ func (b *Bot) receive(ctx context.Context, ea slackevents.EventsAPIEvent, retry 
 		return b.onPanel(ctx, team, eventID, ev.AssistantThread, true)
 	case *slackevents.AssistantThreadContextChangedEvent:
 		return b.onPanel(ctx, team, eventID, ev.AssistantThread, false)
+	case *slackevents.AppHomeOpenedEvent:
+		return b.onHome(team, ev)
 	default:
 		why = ignoreOther
 	}
