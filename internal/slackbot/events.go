@@ -58,19 +58,7 @@ func (b *Bot) onEvent(ctx context.Context, sm *socketmode.Client, evt socketmode
 	case socketmode.EventTypeErrorWriteFailed:
 		b.log.Warn("socket write failed; Slack will redeliver what was not acked", "err", dataErr(evt.Data))
 	case socketmode.EventTypeErrorBadMessage:
-		// slack-go could not parse this envelope (an unknown inner event
-		// type, a block it rejects) and gives no Request to ack, so nobody
-		// acks it unless we dig the envelope id out of the raw frame; Slack
-		// would redeliver it three more times.
-		bm, _ := evt.Data.(*socketmode.ErrorBadMessage)
-		if bm == nil {
-			return
-		}
-		id := envelopeID(bm.Message)
-		b.log.Warn("unparseable socket mode envelope acked and skipped", "envelope_id", id, "err", bm.Cause)
-		if id != "" {
-			b.ack(ctx, sm, id, received)
-		}
+		b.ackBadMessage(ctx, sm, evt, received)
 	case socketmode.EventTypeEventsAPI:
 		// Recorded before the ack: Slack does not redeliver an acked
 		// event, so from the ack on the store is its only copy.
@@ -109,6 +97,23 @@ func (b *Bot) onEvent(ctx context.Context, sm *socketmode.Client, evt socketmode
 		if evt.Request != nil && evt.Request.EnvelopeID != "" {
 			b.ack(ctx, sm, evt.Request.EnvelopeID, received)
 		}
+	}
+}
+
+// ackBadMessage acks an envelope slack-go could not parse.
+func (b *Bot) ackBadMessage(ctx context.Context, sm *socketmode.Client, evt socketmode.Event, received time.Time) {
+	// slack-go could not parse this envelope (an unknown inner event
+	// type, a block it rejects) and gives no Request to ack, so nobody
+	// acks it unless we dig the envelope id out of the raw frame; Slack
+	// would redeliver it three more times.
+	bm, _ := evt.Data.(*socketmode.ErrorBadMessage)
+	if bm == nil {
+		return
+	}
+	id := envelopeID(bm.Message)
+	b.log.Warn("unparseable socket mode envelope acked and skipped", "envelope_id", id, "err", bm.Cause)
+	if id != "" {
+		b.ack(ctx, sm, id, received)
 	}
 }
 
