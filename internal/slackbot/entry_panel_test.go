@@ -242,3 +242,49 @@ func TestPanelQuestionAnsweredAfterRestart(t *testing.T) {
 		t.Errorf("%d answers, want 1", n)
 	}
 }
+
+// A panel thread is a session like any other across processes: the
+// channel in view is kept in the greeting's metadata, so a process that
+// did not see the thread open (a restart, another replica) answers it from
+// the same repository, first question or follow-up.
+func TestPanelContextSurvivesTheProcess(t *testing.T) {
+	h1 := panelHarness(t, harnessOpts{})
+	bound, _ := h1.openPanel("C1")
+	h1.waitPrompts(bound, 1)
+	h1.slack.Reply("D1", "U1", "where is billing handled?", bound)
+	h1.waitTurns(1)
+	fresh, _ := h1.openPanel("C2") // the DM's repository for now
+	h1.waitPrompts(fresh, 1)
+	if err := h1.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	h2 := panelHarness(t, harnessOpts{slack: h1.slack, ai: h1.ai, store: h1.store})
+	h2.slack.Reply("D1", "U1", "and the config?", bound)
+	h2.waitTurns(1)
+	if got := h2.lastRepo(); got != "payments" {
+		t.Errorf("a follow-up after the restart was answered from %q, want payments", got)
+	}
+	msgs := h2.slack.Snapshot().BotMessages("D1", bound, slacktest.DefaultBotID)
+	if last := msgs[len(msgs)-1]; len(answers([]slacktest.Message{last})) != 1 {
+		t.Errorf("the follow-up got %q, want an answer", last.AllText())
+	}
+
+	// The thread opened beside C2 moves to C1 here: the greeting and the
+	// prompts follow, and the first question is answered from payments.
+	h2.slack.SendEvent(slacktest.AssistantThreadContextChanged("U1", "D1", fresh, "C1"))
+	h2.waitPrompts(fresh, 2)
+	greet, _ := h2.slack.Message("D1", h2.slack.Snapshot().BotMessages("D1", fresh, slacktest.DefaultBotID)[0].TS)
+	if !strings.Contains(greet.Text, "*payments*") || greet.Metadata["event_payload"].(map[string]any)["channel"] != "C1" {
+		t.Errorf("greeting after the change: %q, metadata %v", greet.Text, greet.Metadata)
+	}
+	if err := h2.stop(); err != nil {
+		t.Fatal(err)
+	}
+	h3 := panelHarness(t, harnessOpts{slack: h1.slack, ai: h1.ai, store: h1.store})
+	h3.slack.Reply("D1", "U1", "what is this?", fresh)
+	h3.waitTurns(1)
+	if got := h3.lastRepo(); got != "payments" {
+		t.Errorf("the first question in another process was answered from %q, want payments", got)
+	}
+}

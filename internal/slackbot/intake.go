@@ -191,6 +191,7 @@ func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
 		b.postPending(qe)
 		return
 	}
+	b.recallPanel(ctx, &in)
 	var why string
 	if in.FollowUp {
 		switch {

@@ -25,10 +25,10 @@ import (
 // the thread's first question, a greeting with suggested prompts, and a
 // title.
 
-// panelThreads remembers, per open panel thread, the channel in view
-// whose repositories answer it, and whether its title was set. It lives in
-// memory: after a restart a panel thread's next question is answered from
-// the DM's own repositories, or from the repository it is bound to. The
+// panelThreads remembers, per panel thread, the channel in view whose
+// repositories answer it, its greeting and whether its title was set. It
+// is this process's cache: the greeting's metadata in Slack keeps the
+// channel in view for a restart or another replica (see recallPanel). The
 // zero value is ready to use; it is safe for concurrent use.
 type panelThreads struct {
 	mu sync.Mutex
@@ -36,8 +36,9 @@ type panelThreads struct {
 }
 
 type panelThread struct {
-	context string // "" for the DM's own repositories
-	titled  bool
+	context  string // "" for the DM's own repositories
+	greeting string // the greeting's ts, "" if not known here
+	titled   bool
 }
 
 func (p *panelThreads) get(key session.Key) (panelThread, bool) {
@@ -51,16 +52,21 @@ func (p *panelThreads) get(key session.Key) (panelThread, bool) {
 }
 
 func (p *panelThreads) set(key session.Key, context string) {
+	p.update(key, func(t *panelThread) { t.context = context })
+}
+
+func (p *panelThreads) update(key session.Key, f func(*panelThread)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
 		p.m = map[session.Key]*panelThread{}
 	}
-	if t, ok := p.m[key]; ok {
-		t.context = context
-		return
+	t, ok := p.m[key]
+	if !ok {
+		t = &panelThread{}
+		p.m[key] = t
 	}
-	p.m[key] = &panelThread{context: context}
+	f(t)
 }
 
 // title marks key's title set and reports whether it was not yet.
@@ -161,26 +167,91 @@ func panelTitle(q string) string {
 	return s + "…"
 }
 
-// greet posts the greeting of a new panel thread and sets its suggested
-// prompts, for the repository its question will be about. After a context
-// change only the prompts change.
+// greet posts the greeting of a new panel thread, or after a context
+// change updates it, and sets the thread's suggested prompts for the
+// repository its question will be about. The greeting carries the channel
+// in view in its metadata, where any process finds it.
 func (b *Bot) greet(ctx context.Context, in inbound, started bool) {
 	names := b.cfg.Repos.ForChannel(in.repoChannel())
-	if !b.allowed(in) || len(names) == 0 {
-		if started {
-			b.postNote(ctx, in, noteNotEnabled)
-		}
+	enabled := b.allowed(in) && len(names) > 0
+	text := noteNotEnabled
+	if enabled {
+		text = greeting(in, names)
+	}
+	meta := slack.MsgOptionMetadata(slack.SlackMetadata{EventType: panelMetaType, EventPayload: map[string]any{"channel": in.Context}})
+	if started {
+		_, ts, err := b.api.PostMessageContext(ctx, in.Key.Channel, slack.MsgOptionText(text, false), slack.MsgOptionTS(in.Key.Thread), meta)
+		b.cosmetic("chat.postMessage", err)
+		b.panels.update(in.Key, func(t *panelThread) { t.greeting = ts })
+	} else if ts := b.greetingTS(ctx, in.Key); ts != "" {
+		_, _, _, err := b.api.UpdateMessageContext(ctx, in.Key.Channel, ts, slack.MsgOptionText(text, false), meta)
+		b.cosmetic("chat.update", err)
+	}
+	if !enabled {
 		return
 	}
 	repo := names[0]
-	if started {
-		b.postNote(ctx, in, greeting(in, names))
-	}
-	prompts := b.suggestions(ctx, repo)
 	err := b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
-		ChannelID: in.Key.Channel, ThreadTS: in.Key.Thread, Title: "Ask about " + repo, Prompts: prompts,
+		ChannelID: in.Key.Channel, ThreadTS: in.Key.Thread, Title: "Ask about " + repo, Prompts: b.suggestions(ctx, repo),
 	})
 	b.cosmetic("assistant.threads.setSuggestedPrompts", err)
+}
+
+// panelMetaType is the event_type of a greeting's metadata; its payload's
+// "channel" is the channel in view ("" for the DM's own repositories).
+const panelMetaType = "askrepo_panel"
+
+// greetingTS is the ts of key's greeting, from this process's memory or
+// else from the thread.
+func (b *Bot) greetingTS(ctx context.Context, key session.Key) string {
+	if t, ok := b.panels.get(key); ok && t.greeting != "" {
+		return t.greeting
+	}
+	ts, _, _ := b.findGreeting(ctx, key)
+	return ts
+}
+
+// findGreeting reads a DM thread for the bot's panel greeting: its ts and
+// the channel in view it records. found is false for a thread that is not
+// a panel's, or one Slack cannot show now.
+func (b *Bot) findGreeting(ctx context.Context, key session.Key) (ts, channel string, found bool) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	msgs, _, _, err := b.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+		ChannelID: key.Channel, Timestamp: key.Thread, Limit: 20, IncludeAllMetadata: true,
+	})
+	if err != nil {
+		b.cosmetic("conversations.replies", err)
+		return "", "", false
+	}
+	for _, m := range msgs {
+		if m.BotID == b.self.BotID && m.Metadata.EventType == panelMetaType {
+			channel, _ = m.Metadata.EventPayload["channel"].(string)
+			ts, found = m.Timestamp, true
+		}
+	}
+	return ts, channel, found
+}
+
+// recallPanel gives a question in a DM thread this process knows nothing
+// of the channel in view its panel greeting recorded, if it is a panel
+// thread: one opened before a restart, or whose events another replica
+// took. The channel passes the same checks as when the thread opened.
+func (b *Bot) recallPanel(ctx context.Context, in *inbound) {
+	if !in.IM || in.Context != "" || in.Via != "" || in.Key.Thread == in.TS {
+		return
+	}
+	if _, ok := b.panels.get(in.Key); ok {
+		return
+	}
+	ts, channel, found := b.findGreeting(ctx, in.Key)
+	in.Context = b.panelContext(channel)
+	if !found {
+		// Not a panel thread: remembered, so the thread is not read again.
+		b.panels.update(in.Key, func(t *panelThread) { t.titled = true })
+		return
+	}
+	b.panels.update(in.Key, func(t *panelThread) { t.context, t.greeting, t.titled = in.Context, ts, true })
 }
 
 func greeting(in inbound, names []string) string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // The other ways people reach an app besides messages: the slash command,
@@ -188,4 +189,27 @@ func (s *Server) sendTyped(typ string, payload map[string]any) string {
 	s.mu.Unlock()
 	s.deliver(f)
 	return id
+}
+
+// openAssistantThreadLocked stores the root of the thread an
+// assistant_thread_started event opens, as Slack keeps it in the DM (subtype
+// assistant_app_thread), so conversations.replies finds the thread.
+func (s *Server) openAssistantThreadLocked(in map[string]any) {
+	if in["type"] != "assistant_thread_started" {
+		return
+	}
+	th, _ := in["assistant_thread"].(map[string]any)
+	dm, _ := th["channel_id"].(string)
+	ts, _ := th["thread_ts"].(string)
+	user, _ := th["user_id"].(string)
+	if dm == "" || ts == "" {
+		return
+	}
+	if _, ok := s.st.Message(dm, ts); ok {
+		return
+	}
+	s.observeTSLocked(ts)
+	s.st.Messages = append(s.st.Messages, Message{
+		Channel: dm, TS: ts, User: user, Subtype: "assistant_app_thread", Text: "New chat", Via: "event", At: time.Now(),
+	})
 }

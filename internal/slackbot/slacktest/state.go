@@ -56,6 +56,10 @@ type Message struct {
 	Text         string
 	MarkdownText string
 	Blocks       []Block
+	// Metadata is the message's metadata (event_type, event_payload) as
+	// posted or last updated; conversations.replies returns it when asked
+	// with include_all_metadata.
+	Metadata map[string]any
 	// Edits lists replaced versions, oldest first; Text and Blocks are the current one.
 	Edits []Edit
 	// Reactions lists the emoji names the bot currently has on the message, in order added.
