@@ -56,7 +56,7 @@ func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) (reply string
 		User:  cmd.UserID,
 		Text:  text,
 		IM:    strings.HasPrefix(cmd.ChannelID, "D"),
-		entry: entry{Via: viaCommand, Pending: true},
+		entry: entry{Via: viaCommand, Pending: true, ResponseURL: cmd.ResponseURL},
 	}
 	switch strings.ToLower(text) {
 	case "", "help":

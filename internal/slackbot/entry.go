@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/slack-go/slack"
+
 	"github.com/askrepo/askrepo/internal/slackbot/render"
 )
 
@@ -34,6 +36,9 @@ type entry struct {
 	// Shown is the question as the thread shows it: what the asker typed,
 	// without the context the model gets with it.
 	Shown string `json:"shown,omitempty"`
+	// ResponseURL is where a command or shortcut can answer its asker
+	// alone, for 30 minutes: how a question the bot cannot post is told.
+	ResponseURL string `json:"response_url,omitempty"`
 	// Context is the channel an assistant panel thread was opened in view
 	// of: its repositories answer the thread. "" for the DM's own.
 	Context string `json:"context,omitempty"`
@@ -60,6 +65,7 @@ func (b *Bot) postPending(qe queuedEvent) {
 		ts, err := b.poster.Post(ctx, in.Key.Channel, in.Key.Thread, render.Outgoing{Text: askedText(in)})
 		if err != nil {
 			b.log.Error("post the question of a command or shortcut; it is not answered", "via", in.Via, "channel", in.Key.Channel, "user", in.User, "err", err)
+			b.tellAsker(ctx, in, noteCannotPost)
 			b.handled(qe.key)
 			return
 		}
@@ -107,4 +113,18 @@ func escape(text string) string {
 // quote makes each line of text a block quote line.
 func quote(text string) string {
 	return "> " + strings.ReplaceAll(strings.TrimSpace(text), "\n", "\n> ")
+}
+
+// noteCannotPost tells an asker the bot could not post their question:
+// most often it is not a member of the channel.
+const noteCannotPost = "I could not post your question here; if I am not in this channel, invite me with `/invite @askrepo` and ask again."
+
+// tellAsker answers the asker of a command or shortcut alone, through its
+// response_url.
+func (b *Bot) tellAsker(ctx context.Context, in inbound, text string) {
+	if in.ResponseURL == "" {
+		return
+	}
+	err := slack.PostWebhookContext(ctx, in.ResponseURL, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: text})
+	b.cosmetic("response_url", err)
 }

@@ -170,3 +170,21 @@ func TestCommandAnsweredAfterRestart(t *testing.T) {
 		t.Errorf("%d roots after the restart, want 1", n)
 	}
 }
+
+// A question the bot cannot post (it is not in the channel) is told to the
+// asker alone, and not answered.
+func TestCommandThatCannotBePostedTellsTheAsker(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.slack.FailNext("chat.postMessage", slacktest.SlackError("not_in_channel"))
+	h.slack.SendSlashCommand(slacktest.SlashCommand{User: "U1", Channel: "C1", Text: "what does this repo do?"})
+	calls, err := h.slack.WaitCalls(h.ctx(), "response_url", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := calls[0].Params.Get("text"); !strings.Contains(got, "/invite @askrepo") || calls[0].Params.Get("response_type") != "ephemeral" {
+		t.Errorf("response_url got %q (%s), want an ephemeral invitation", got, calls[0].Params.Get("response_type"))
+	}
+	if n := len(h.ai.Requests()); n != 0 {
+		t.Errorf("the model got %d requests, want none", n)
+	}
+}

@@ -44,6 +44,9 @@ type shortcutTarget struct {
 	TS      string `json:"ts"`
 	Thread  string `json:"th,omitempty"`
 	Quote   string `json:"q"`
+	// Reply is the shortcut's response_url, to tell the asker alone if
+	// the question cannot be posted.
+	Reply string `json:"r,omitempty"`
 }
 
 // onShortcut takes the shortcut's message_action and its modal's
@@ -79,18 +82,18 @@ func (b *Bot) onShortcut(ctx context.Context, sm *socketmode.Client, evt socketm
 // the response_url, that the bot does not answer in its channel.
 func (b *Bot) openAsk(ctx context.Context, cb slack.InteractionCallback) {
 	in := inbound{Key: session.Key{Channel: cb.Channel.ID}, User: cb.User.ID, IM: strings.HasPrefix(cb.Channel.ID, "D")}
+	in.ResponseURL = cb.ResponseURL
 	if !b.allowed(in) || !b.repoEnabled(in) {
 		b.metrics.refused.Inc()
 		b.log.Info("shortcut refused: not enabled for this channel or user", "channel", cb.Channel.ID, "user", cb.User.ID)
-		err := slack.PostWebhookContext(ctx, cb.ResponseURL, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: noteNotEnabled})
-		b.cosmetic("response_url", err)
+		b.tellAsker(ctx, in, noteNotEnabled)
 		return
 	}
 	text := cb.Message.Text
 	if utf8.RuneCountInString(text) > maxQuote {
 		text = string([]rune(text)[:maxQuote]) + "…"
 	}
-	meta, err := json.Marshal(shortcutTarget{Channel: cb.Channel.ID, TS: cb.Message.Timestamp, Thread: cb.Message.ThreadTimestamp, Quote: text})
+	meta, err := json.Marshal(shortcutTarget{Channel: cb.Channel.ID, TS: cb.Message.Timestamp, Thread: cb.Message.ThreadTimestamp, Quote: text, Reply: cb.ResponseURL})
 	if err != nil {
 		b.log.Error("encode a shortcut's message", "err", err)
 		return
@@ -136,7 +139,7 @@ func (b *Bot) submitAsk(ctx context.Context, cb slack.InteractionCallback) (repl
 		User:  cb.User.ID,
 		Text:  question + shortcutContext(t.Quote),
 		IM:    strings.HasPrefix(t.Channel, "D"),
-		entry: entry{Via: viaShortcut, Pending: true, Shown: question},
+		entry: entry{Via: viaShortcut, Pending: true, Shown: question, ResponseURL: t.Reply},
 	}
 	if !b.allowed(in) || !b.repoEnabled(in) {
 		b.metrics.refused.Inc()
