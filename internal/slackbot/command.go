@@ -86,6 +86,23 @@ func (b *Bot) command(ctx context.Context, cmd slack.SlashCommand) (reply string
 	return "", qe, keep
 }
 
+// checkChoice checks the repository a command's or shortcut's question
+// names (or the channel's default) before anything is posted, so a wrong
+// one is told to the asker alone; "" when it may be asked.
+func (b *Bot) checkChoice(in inbound, question string) string {
+	repo, rest, err := b.cfg.Repos.Resolve(in.repoChannel(), question)
+	var unknown *repos.UnknownRepoError
+	switch {
+	case errors.As(err, &unknown):
+		return sentence(err.Error())
+	case err != nil:
+		return noteNotEnabled
+	case rest == "":
+		return fmt.Sprintf("Ask me a question about %s after \"in %s:\".", repo, repo)
+	}
+	return ""
+}
+
 // reposReply lists the repositories a channel can read, its default first.
 func reposReply(names []string) string {
 	if len(names) == 1 {

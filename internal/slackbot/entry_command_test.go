@@ -29,6 +29,40 @@ func ackText(t testing.TB, a slacktest.Ack) string {
 	return p.Text
 }
 
+// crashAfterAck is a Config.CrashAt that, once armed, ends the read loop
+// right after the next event was recorded and acked, as a process that
+// dies there.
+type crashAfterAck struct {
+	armed, once atomic.Bool
+	crashed     chan struct{}
+}
+
+func newCrashAfterAck(armed bool) *crashAfterAck {
+	c := &crashAfterAck{crashed: make(chan struct{})}
+	c.armed.Store(armed)
+	return c
+}
+
+func (c *crashAfterAck) at(point string) {
+	if point == CrashAfterAck && c.armed.Load() && c.once.CompareAndSwap(false, true) {
+		close(c.crashed)
+		runtime.Goexit()
+	}
+}
+
+// stop waits for the crash and stops what is left of h.
+func (c *crashAfterAck) stop(h *harness) {
+	h.t.Helper()
+	select {
+	case <-c.crashed:
+	case <-h.ctx().Done():
+		h.t.Fatal("the bot never reached the point after the ack")
+	}
+	if err := h.stop(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // commandRoot waits for the top-level message the bot posts for a command
 // in channel and returns it.
 func (h *harness) commandRoot(channel string) slacktest.Message {
@@ -134,26 +168,11 @@ func TestCommandQuestionCannotMention(t *testing.T) {
 // A process that dies right after acking a command leaves it to the next
 // start, which posts the question and answers it once.
 func TestCommandAnsweredAfterRestart(t *testing.T) {
-	crashed := make(chan struct{})
-	var once atomic.Bool
-	h1 := newHarness(t, harnessOpts{cfg: func(c *Config) {
-		c.CrashAt = func(point string) {
-			if point == CrashAfterAck && once.CompareAndSwap(false, true) {
-				close(crashed)
-				runtime.Goexit()
-			}
-		}
-	}})
+	crash := newCrashAfterAck(true)
+	h1 := newHarness(t, harnessOpts{cfg: func(c *Config) { c.CrashAt = crash.at }})
 	env, _ := h1.slack.SendSlashCommand(slacktest.SlashCommand{User: "U1", Channel: "C1", Text: "what does this repo do?"})
-	select {
-	case <-crashed:
-	case <-h1.ctx().Done():
-		t.Fatal("the bot never reached the point after the ack")
-	}
+	crash.stop(h1)
 	if _, err := h1.slack.WaitAck(h1.ctx(), env); err != nil {
-		t.Fatal(err)
-	}
-	if err := h1.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(h1.slack.Snapshot().BotMessages("C1", "", slacktest.DefaultBotID)); n != 0 {

@@ -2,9 +2,7 @@ package slackbot
 
 import (
 	"context"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
@@ -211,28 +209,13 @@ func TestPanelFollowsContextUntilBound(t *testing.T) {
 // The channel in view is recorded with the question: a restart between
 // the question and the answer answers it from the same repository.
 func TestPanelQuestionAnsweredAfterRestart(t *testing.T) {
-	crashed := make(chan struct{})
-	var armed, once atomic.Bool
-	h1 := panelHarness(t, harnessOpts{cfg: func(c *Config) {
-		c.CrashAt = func(point string) {
-			if point == CrashAfterAck && armed.Load() && once.CompareAndSwap(false, true) {
-				close(crashed)
-				runtime.Goexit()
-			}
-		}
-	}})
+	crash := newCrashAfterAck(false)
+	h1 := panelHarness(t, harnessOpts{cfg: func(c *Config) { c.CrashAt = crash.at }})
 	thread, _ := h1.openPanel("C1")
 	h1.waitPrompts(thread, 1)
-	armed.Store(true)
+	crash.armed.Store(true)
 	h1.slack.Reply("D1", "U1", "where is billing handled?", thread)
-	select {
-	case <-crashed:
-	case <-h1.ctx().Done():
-		t.Fatal("the bot never reached the point after the ack")
-	}
-	if err := h1.stop(); err != nil {
-		t.Fatal(err)
-	}
+	crash.stop(h1)
 	h2 := panelHarness(t, harnessOpts{slack: h1.slack, ai: h1.ai, store: h1.store})
 	h2.waitTurns(1)
 	if got := h2.lastRepo(); got != "payments" {

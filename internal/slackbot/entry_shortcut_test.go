@@ -1,9 +1,7 @@
 package slackbot
 
 import (
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
@@ -138,27 +136,12 @@ func TestShortcutRefusals(t *testing.T) {
 }
 
 func TestShortcutAnsweredAfterRestart(t *testing.T) {
-	crashed := make(chan struct{})
-	var armed, once atomic.Bool
-	h1 := newHarness(t, harnessOpts{cfg: func(c *Config) {
-		c.CrashAt = func(point string) {
-			if point == CrashAfterAck && armed.Load() && once.CompareAndSwap(false, true) {
-				close(crashed)
-				runtime.Goexit()
-			}
-		}
-	}})
+	crash := newCrashAfterAck(false)
+	h1 := newHarness(t, harnessOpts{cfg: func(c *Config) { c.CrashAt = crash.at }})
 	ts, view, _ := h1.askAbout("C1", pastedTrace)
-	armed.Store(true)
+	crash.armed.Store(true)
 	h1.submit(view, "why does this panic?")
-	select {
-	case <-crashed:
-	case <-h1.ctx().Done():
-		t.Fatal("the bot never reached the point after the ack")
-	}
-	if err := h1.stop(); err != nil {
-		t.Fatal(err)
-	}
+	crash.stop(h1)
 	h2 := newHarness(t, harnessOpts{slack: h1.slack, ai: h1.ai, store: h1.store})
 	h2.waitTurns(1)
 	if n := len(answers(h2.slack.Snapshot().BotMessages("C1", ts, slacktest.DefaultBotID))); n != 1 {

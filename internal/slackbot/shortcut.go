@@ -3,7 +3,6 @@ package slackbot
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/socketmode"
 
-	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 )
 
@@ -145,15 +143,8 @@ func (b *Bot) submitAsk(ctx context.Context, cb slack.InteractionCallback) (repl
 		b.metrics.refused.Inc()
 		return noteNotEnabled, qe, false
 	}
-	repo, q, err := b.cfg.Repos.Resolve(in.repoChannel(), question)
-	var unknown *repos.UnknownRepoError
-	switch {
-	case errors.As(err, &unknown):
-		return sentence(err.Error()), qe, false
-	case err != nil:
-		return noteNotEnabled, qe, false
-	case q == "":
-		return fmt.Sprintf("Ask a question about %s after \"in %s:\".", repo, repo), qe, false
+	if why := b.checkChoice(in, question); why != "" {
+		return why, qe, false
 	}
 	qe, keep = b.record(ctx, in, "view:"+team+":"+cb.View.ID, viaShortcut, 0)
 	return "", qe, keep
