@@ -243,6 +243,8 @@ func TestPanelContextSurvivesTheProcess(t *testing.T) {
 	}
 
 	h2 := panelHarness(t, harnessOpts{slack: h1.slack, ai: h1.ai, store: h1.store})
+	// The user moves on first: a bound thread stays where it is.
+	h2.slack.SendEvent(slacktest.AssistantThreadContextChanged("U1", "D1", bound, "C2"))
 	h2.slack.Reply("D1", "U1", "and the config?", bound)
 	h2.waitTurns(1)
 	if got := h2.lastRepo(); got != "payments" {

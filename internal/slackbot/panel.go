@@ -96,10 +96,8 @@ func (b *Bot) onPanel(ctx context.Context, team, eventID string, th slackevents.
 		return queuedEvent{}, false
 	}
 	if !started {
-		if _, open := b.panels.get(in.Key); !open {
-			// Opened before this process started, or never greeted.
-			b.panels.set(in.Key, "")
-		}
+		// A thread this process does not know is left unknown when bound:
+		// its next question reads the channel in view from the greeting.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), receiveTimeout)
 		bound := b.hasSession(hctx, in)
 		cancel()
