@@ -39,14 +39,15 @@ func TestHomeShowsReposThreadsAndUsage(t *testing.T) {
 		}
 	}
 
-	// Opened again at once: not published again.
+	// Opened again at once: not published again; the Messages tab is not the Home tab.
 	h.slack.SendEvent(slacktest.AppHomeOpened("U1", "DU1"))
+	h.slack.SendEvent(slacktest.AppHomeOpened("U3", "DU3").With("tab", "messages"))
 	other := h.openHome("U2", 2)
 	if other.User != "U2" || !strings.Contains(other.AllText(), "None yet") {
 		t.Errorf("second publish is for %q (%q), want U2's with no threads", other.User, other.AllText())
 	}
 	if n := len(h.slack.Snapshot().Views); n != 2 {
-		t.Errorf("%d views published, want 2 (U1 once)", n)
+		t.Errorf("%d views published, want 2 (U1 once, U2, not U3)", n)
 	}
 }
 

@@ -66,7 +66,11 @@ func (h *homeThrottle) allow(user string, now time.Time) bool {
 // onHome publishes the Home tab of the user who opened it, off the read
 // loop, unless it was published a moment ago.
 func (b *Bot) onHome(team string, ev *slackevents.AppHomeOpenedEvent) (queuedEvent, bool) {
-	if ev.Tab != "home" || ev.User == "" || !b.homes.allow(ev.User, time.Now()) {
+	switch {
+	case ev.Tab != "home" || ev.User == "":
+		b.ignore(ignoreOther, "app_home_opened", "", 0)
+		return queuedEvent{}, false
+	case !b.homes.allow(ev.User, time.Now()):
 		b.ignore(ignoreDup, "app_home_opened", "", 0)
 		return queuedEvent{}, false
 	}
