@@ -50,13 +50,18 @@ func (c *crashAfterAck) at(point string) {
 	}
 }
 
-// stop waits for the crash and stops what is left of h.
-func (c *crashAfterAck) stop(h *harness) {
+// stop waits for the crash and for the ack of envelope to reach the fake
+// (slack-go writes it after the read loop queued it), then stops what is
+// left of h.
+func (c *crashAfterAck) stop(h *harness, envelope string) {
 	h.t.Helper()
 	select {
 	case <-c.crashed:
 	case <-h.ctx().Done():
 		h.t.Fatal("the bot never reached the point after the ack")
+	}
+	if _, err := h.slack.WaitAck(h.ctx(), envelope); err != nil {
+		h.t.Fatal(err)
 	}
 	if err := h.stop(); err != nil {
 		h.t.Fatal(err)
@@ -171,10 +176,7 @@ func TestCommandAnsweredAfterRestart(t *testing.T) {
 	crash := newCrashAfterAck(true)
 	h1 := newHarness(t, harnessOpts{cfg: func(c *Config) { c.CrashAt = crash.at }})
 	env, _ := h1.slack.SendSlashCommand(slacktest.SlashCommand{User: "U1", Channel: "C1", Text: "what does this repo do?"})
-	crash.stop(h1)
-	if _, err := h1.slack.WaitAck(h1.ctx(), env); err != nil {
-		t.Fatal(err)
-	}
+	crash.stop(h1, env)
 	if n := len(h1.slack.Snapshot().BotMessages("C1", "", slacktest.DefaultBotID)); n != 0 {
 		t.Fatalf("%d messages posted before the restart, want none", n)
 	}

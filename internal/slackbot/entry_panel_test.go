@@ -214,8 +214,8 @@ func TestPanelQuestionAnsweredAfterRestart(t *testing.T) {
 	thread, _ := h1.openPanel("C1")
 	h1.waitPrompts(thread, 1)
 	crash.armed.Store(true)
-	h1.slack.Reply("D1", "U1", "where is billing handled?", thread)
-	crash.stop(h1)
+	env := h1.slack.SendEvent(slacktest.UserMessage("D1", "im", "U1", "where is billing handled?", h1.slack.NextTS(), thread))
+	crash.stop(h1, env)
 	h2 := panelHarness(t, harnessOpts{slack: h1.slack, ai: h1.ai, store: h1.store})
 	h2.waitTurns(1)
 	if got := h2.lastRepo(); got != "payments" {

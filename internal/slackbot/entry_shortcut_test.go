@@ -140,8 +140,7 @@ func TestShortcutAnsweredAfterRestart(t *testing.T) {
 	h1 := newHarness(t, harnessOpts{cfg: func(c *Config) { c.CrashAt = crash.at }})
 	ts, view, _ := h1.askAbout("C1", pastedTrace)
 	crash.armed.Store(true)
-	h1.submit(view, "why does this panic?")
-	crash.stop(h1)
+	crash.stop(h1, h1.submit(view, "why does this panic?"))
 	h2 := newHarness(t, harnessOpts{slack: h1.slack, ai: h1.ai, store: h1.store})
 	h2.waitTurns(1)
 	if n := len(answers(h2.slack.Snapshot().BotMessages("C1", ts, slacktest.DefaultBotID))); n != 1 {
