@@ -2,6 +2,7 @@ package slackbot
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -271,5 +272,18 @@ func TestPanelContextSurvivesTheProcess(t *testing.T) {
 	h3.waitTurns(1)
 	if got := h3.lastRepo(); got != "payments" {
 		t.Errorf("the first question in another process was answered from %q, want payments", got)
+	}
+	// Titled by the process that answered its first question; the bound
+	// thread's follow-up in h2 titled nothing.
+	calls, err := h3.slack.WaitCalls(h3.ctx(), "assistant.threads.setTitle", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var titled []string
+	for _, c := range calls {
+		titled = append(titled, c.Params.Get("thread_ts")+" "+c.Params.Get("title"))
+	}
+	if want := []string{bound + " where is billing handled?", fresh + " what is this?"}; !slices.Equal(titled, want) {
+		t.Errorf("titles %q, want %q", titled, want)
 	}
 }

@@ -137,11 +137,21 @@ func (b *Bot) inPanel(in *inbound) {
 		return
 	}
 	in.Context = t.context
+	b.titlePanel(*in, false)
+}
+
+// titlePanel titles a panel thread with its first question, once. A
+// process that learns of the thread from its greeting (recalled) titles it
+// only if the thread has no session yet: then this is its first question.
+func (b *Bot) titlePanel(in inbound, recalled bool) {
 	if !b.panels.title(in.Key) {
 		return
 	}
 	key, title := in.Key, panelTitle(in.Text)
 	b.background(func(ctx context.Context) {
+		if _, ok, err := b.cfg.Store.SessionInfo(ctx, key); recalled && (ok || err != nil) {
+			return
+		}
 		err := b.api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: key.Channel, ThreadTS: key.Thread, Title: title})
 		b.cosmetic("assistant.threads.setTitle", err)
 	})
@@ -249,7 +259,8 @@ func (b *Bot) recallPanel(ctx context.Context, in *inbound) {
 		b.panels.update(in.Key, func(t *panelThread) { t.titled = true })
 		return
 	}
-	b.panels.update(in.Key, func(t *panelThread) { t.context, t.greeting, t.titled = in.Context, ts, true })
+	b.panels.update(in.Key, func(t *panelThread) { t.context, t.greeting = in.Context, ts })
+	b.titlePanel(*in, true)
 }
 
 func greeting(in inbound, names []string) string {
