@@ -87,7 +87,7 @@ func (p *panelThreads) title(key session.Key) bool {
 // a repository; from then on it stays there (bind says so to a question
 // about another).
 func (b *Bot) onPanel(ctx context.Context, team, eventID string, th slackevents.AssistantThread, started bool) (queuedEvent, bool) {
-	if !b.firstEvent(ctx, "panel:"+eventID) {
+	if eventID != "" && !b.firstEvent(ctx, "panel:"+eventID) {
 		b.ignore(ignoreDup, "assistant_thread", eventID, 0)
 		return queuedEvent{}, false
 	}
