@@ -287,3 +287,48 @@ func TestPanelContextSurvivesTheProcess(t *testing.T) {
 		t.Errorf("titles %q, want %q", titled, want)
 	}
 }
+
+// A panel thread's turn has the Stop button like any other, clicked in
+// the DM it runs in.
+func TestPanelTurnStops(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	h := panelHarness(t, harnessOpts{script: heldAnswer(hold)})
+	thread, _ := h.openPanel("C1")
+	h.waitPrompts(thread, 1)
+	h.slack.Reply("D1", "U1", "a long question", thread)
+	waitQuestionAnswering(t, h, "a long question")
+	st, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		return slices.ContainsFunc(st.BotMessages("D1", thread, slacktest.DefaultBotID), func(m slacktest.Message) bool { return stopValue(m) != "" })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := st.BotMessages("D1", thread, slacktest.DefaultBotID)
+	progress := msgs[slices.IndexFunc(msgs, func(m slacktest.Message) bool { return stopValue(m) != "" })]
+	if _, err := h.slack.WaitAck(h.ctx(), h.slack.ClickButton(stopClick("U1", "D1", thread, progress))); err != nil {
+		t.Fatal(err)
+	}
+	if lines := h.waitTurns(1); lines[0]["outcome"] != outcomeStopped {
+		t.Errorf("panel turn outcome %v, want stopped", lines[0]["outcome"])
+	}
+}
+
+// In a DM the command reads the DM's repositories: it answers from them
+// and refuses one the DM may not read.
+func TestCommandInADM(t *testing.T) {
+	h := panelHarness(t, harnessOpts{})
+	env, _ := h.slack.SendSlashCommand(slacktest.SlashCommand{User: "U1", Channel: "D1", Text: "in payments: how are refunds retried?"})
+	ack, err := h.slack.WaitAck(h.ctx(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ackText(t, ack); !strings.Contains(got, `no repository called "payments"`) {
+		t.Errorf("ack %q: want payments refused in a DM", got)
+	}
+	h.slack.SendSlashCommand(slacktest.SlashCommand{User: "U1", Channel: "D1", Text: "what is this?"})
+	h.waitTurns(1)
+	if got := h.lastRepo(); got != testRepoName {
+		t.Errorf("a command in a DM was answered from %q, want %s", got, testRepoName)
+	}
+}
