@@ -162,7 +162,7 @@ var postgresMigrations = []string{
 		PRIMARY KEY (turn_id, user_id)
 	);
 	CREATE INDEX feedback_at ON feedback (at);`,
-	// What usage is counted by (see UsageTotals): the repository and the
+	// What usage is counted by (see UsageTotals, UserTurns): the repository and the
 	// model of each turn, and indexes for summing a period's turns by
 	// time, user, repository or thread (a channel's threads come from
 	// sessions' own index). Older turns take their session's repo.

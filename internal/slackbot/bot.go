@@ -56,6 +56,9 @@ type Bot struct {
 
 	rep *replicas // nil unless Config.Shared is set
 
+	panels panelThreads // open assistant panel threads
+	homes  homeThrottle // when each user's Home tab was last published
+
 	// owner names this process in the store's inbox, and hold is how long
 	// an event it received stays its own before another process may
 	// claim it: the lease TTL with replicas; zero alone, since only the
@@ -71,6 +74,7 @@ type identity struct {
 	UserID string
 	BotID  string
 	TeamID string
+	URL    string // the workspace's, for links to threads
 }
 
 // New checks cfg and builds a Bot. It makes no network call; Run does.
@@ -141,7 +145,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		return b.startError("auth.test", "check the bot token", err,
 			"is it the Bot User OAuth Token (xoxb-…) of an installed app?")
 	}
-	b.self = identity{UserID: auth.UserID, BotID: auth.BotID, TeamID: auth.TeamID}
+	b.self = identity{UserID: auth.UserID, BotID: auth.BotID, TeamID: auth.TeamID, URL: auth.URL}
 
 	// slack-go retries apps.connections.open forever on errors such as
 	// not_allowed_token_type (a bot token passed as the app token), so one

@@ -58,19 +58,7 @@ func (b *Bot) onEvent(ctx context.Context, sm *socketmode.Client, evt socketmode
 	case socketmode.EventTypeErrorWriteFailed:
 		b.log.Warn("socket write failed; Slack will redeliver what was not acked", "err", dataErr(evt.Data))
 	case socketmode.EventTypeErrorBadMessage:
-		// slack-go could not parse this envelope (an unknown inner event
-		// type, a block it rejects) and gives no Request to ack, so nobody
-		// acks it unless we dig the envelope id out of the raw frame; Slack
-		// would redeliver it three more times.
-		bm, _ := evt.Data.(*socketmode.ErrorBadMessage)
-		if bm == nil {
-			return
-		}
-		id := envelopeID(bm.Message)
-		b.log.Warn("unparseable socket mode envelope acked and skipped", "envelope_id", id, "err", bm.Cause)
-		if id != "" {
-			b.ack(ctx, sm, id, received)
-		}
+		b.ackBadMessage(ctx, sm, evt, received)
 	case socketmode.EventTypeEventsAPI:
 		// Recorded before the ack: Slack does not redeliver an acked
 		// event, so from the ack on the store is its only copy.
@@ -93,24 +81,52 @@ func (b *Bot) onEvent(ctx context.Context, sm *socketmode.Client, evt socketmode
 			b.intake.push(qe)
 		}
 	case socketmode.EventTypeInteractive:
+		if b.onShortcut(ctx, sm, evt, received) {
+			return
+		}
 		if evt.Request != nil {
 			b.ack(ctx, sm, evt.Request.EnvelopeID, received)
 		}
 		if cb, ok := evt.Data.(slack.InteractionCallback); ok {
 			b.onInteraction(cb)
 		}
+	case socketmode.EventTypeSlashCommand:
+		b.onCommand(ctx, sm, evt, received)
 	default:
-		// Slash commands and anything newer: ack so Slack does not retry.
+		// Anything newer: ack so Slack does not retry.
 		if evt.Request != nil && evt.Request.EnvelopeID != "" {
 			b.ack(ctx, sm, evt.Request.EnvelopeID, received)
 		}
 	}
 }
 
+// ackBadMessage acks an envelope slack-go could not parse.
+func (b *Bot) ackBadMessage(ctx context.Context, sm *socketmode.Client, evt socketmode.Event, received time.Time) {
+	// slack-go could not parse this envelope (an unknown inner event
+	// type, a block it rejects) and gives no Request to ack, so nobody
+	// acks it unless we dig the envelope id out of the raw frame; Slack
+	// would redeliver it three more times.
+	bm, _ := evt.Data.(*socketmode.ErrorBadMessage)
+	if bm == nil {
+		return
+	}
+	id := envelopeID(bm.Message)
+	b.log.Warn("unparseable socket mode envelope acked and skipped", "envelope_id", id, "err", bm.Cause)
+	if id != "" {
+		b.ack(ctx, sm, id, received)
+	}
+}
+
 func (b *Bot) ack(ctx context.Context, sm *socketmode.Client, envelopeID string, received time.Time) {
+	b.ackWith(ctx, sm, envelopeID, received, nil)
+}
+
+// ackWith acks an envelope with a response payload: for a slash command,
+// a reply only the asker sees.
+func (b *Bot) ackWith(ctx context.Context, sm *socketmode.Client, envelopeID string, received time.Time, payload any) {
 	actx, cancel := context.WithTimeout(ctx, b.cfg.AckTimeout)
 	defer cancel()
-	if err := sm.AckCtx(actx, envelopeID, nil); err != nil {
+	if err := sm.AckCtx(actx, envelopeID, payload); err != nil {
 		b.metrics.ackFailures.Inc()
 		b.log.Warn("ack not queued; Slack will redeliver the envelope", "envelope_id", envelopeID, "err", err)
 		return

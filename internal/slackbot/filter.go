@@ -21,6 +21,7 @@ type inbound struct {
 	// FollowUp marks a thread reply without a mention: it is answered only
 	// if the thread already has a session and follow-ups are on.
 	FollowUp bool
+	entry
 }
 
 // Reasons an event is not answered; they label a metric and a debug line.

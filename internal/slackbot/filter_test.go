@@ -99,7 +99,7 @@ func checkInbound(t *testing.T, got inbound, why string, want inbound, wantWhy s
 	if why != wantWhy {
 		t.Fatalf("reason = %q, want %q", why, wantWhy)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(inbound{})); diff != "" {
 		t.Errorf("inbound (-want +got):\n%s", diff)
 	}
 }

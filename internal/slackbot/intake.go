@@ -79,6 +79,12 @@ func (b *Bot) receive(ctx context.Context, ea slackevents.EventsAPIEvent, retry 
 		in, why = fromMention(team, eventID, ev, b.self)
 	case *slackevents.MessageEvent:
 		in, why = fromMessage(team, eventID, ev, b.self)
+	case *slackevents.AssistantThreadStartedEvent:
+		return b.onPanel(ctx, team, eventID, ev.AssistantThread, true)
+	case *slackevents.AssistantThreadContextChangedEvent:
+		return b.onPanel(ctx, team, eventID, ev.AssistantThread, false)
+	case *slackevents.AppHomeOpenedEvent:
+		return b.onHome(team, ev)
 	default:
 		why = ignoreOther
 	}
@@ -86,14 +92,21 @@ func (b *Bot) receive(ctx context.Context, ea slackevents.EventsAPIEvent, retry 
 		b.ignore(why, ea.InnerEvent.Type, eventID, retry)
 		return queuedEvent{}, false
 	}
-	qe := queuedEvent{in: in, typ: ea.InnerEvent.Type, retry: retry}
+	b.inPanel(&in)
+	return b.record(ctx, in, inboxKey(in), ea.InnerEvent.Type, retry)
+}
+
+// record puts in into the store's inbox under key, before its envelope is
+// acked, and reports whether it goes on to the intake: not when the key
+// was recorded before (a redelivery). See receive.
+func (b *Bot) record(ctx context.Context, in inbound, key, typ string, retry int) (queuedEvent, bool) {
+	qe := queuedEvent{in: in, typ: typ, retry: retry}
 	data, err := json.Marshal(in)
 	if err != nil {
-		b.log.Error("encode an event for the store; answering it from memory", "event_id", eventID, "err", err)
+		b.log.Error("encode an event for the store; answering it from memory", "event_id", in.EventID, "err", err)
 		b.metrics.unrecorded.Inc()
 		return qe, true
 	}
-	key := inboxKey(in)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), receiveTimeout)
 	defer cancel()
 	first, err := b.cfg.Store.Receive(rctx, key, data, b.owner, b.hold, b.cfg.DedupeTTL)
@@ -101,10 +114,10 @@ func (b *Bot) receive(ctx context.Context, ea slackevents.EventsAPIEvent, retry 
 	case err != nil:
 		b.metrics.unrecorded.Inc()
 		b.log.Error("record an event before acking it; answering it from memory, a crash before it is handed on loses it",
-			"event_id", eventID, "thread", in.Key.String(), "err", err)
+			"event_id", in.EventID, "thread", in.Key.String(), "err", err)
 		return qe, true
 	case !first:
-		b.ignore(ignoreDup, ea.InnerEvent.Type, eventID, retry)
+		b.ignore(ignoreDup, typ, in.EventID, retry)
 		return queuedEvent{}, false
 	}
 	qe.key = key
@@ -174,6 +187,11 @@ func (b *Bot) admit(ctx context.Context, qe queuedEvent) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), admitTimeout)
 	defer cancel()
 	in := qe.in
+	if in.Pending {
+		b.postPending(qe)
+		return
+	}
+	b.recallPanel(ctx, &in)
 	var why string
 	if in.FollowUp {
 		switch {

@@ -26,7 +26,7 @@ const noteNotEnabled = "Sorry, I am not enabled here."
 
 // repoEnabled reports whether some repository serves in's channel.
 func (b *Bot) repoEnabled(in inbound) bool {
-	return len(b.cfg.Repos.ForChannel(in.Key.Channel)) > 0
+	return len(b.cfg.Repos.ForChannel(in.repoChannel())) > 0
 }
 
 // binding is the repository a turn answers from, decided before anything
@@ -49,7 +49,7 @@ type binding struct {
 func (b *Bot) bind(j *job, loaded turn.Loaded) (binding, error) {
 	in := j.in
 	sess, ok := loaded.Session, loaded.Found
-	channel := in.Key.Channel
+	channel := in.repoChannel()
 	if j.recovered != nil {
 		// Its question was stored without the choice; its repo is the
 		// session's.

@@ -293,6 +293,7 @@ func (s *Server) eventFrame(ev Event) (*outFrame, string) {
 		}
 	}
 	s.applyEventLocked(in)
+	s.openAssistantThreadLocked(in)
 
 	if ev.EventID == "" {
 		s.eventSeq++

@@ -71,6 +71,11 @@ func (s *Server) postMessage(c *Call) (map[string]any, apiError) {
 	}
 	m := s.botMessageLocked(c, channel)
 	m.MarkdownText = p.Get("markdown_text")
+	meta, code := readMetadata(p)
+	if code != "" {
+		return nil, code
+	}
+	m.Metadata = meta
 	s.st.Messages = append(s.st.Messages, m)
 	return map[string]any{"channel": channel, "ts": m.TS, "message": s.wireMessage(m)}, ""
 }
@@ -148,6 +153,13 @@ func (s *Server) updateMessage(c *Call) (map[string]any, apiError) {
 	}
 	if p.Has("markdown_text") {
 		m.MarkdownText = p.Get("markdown_text")
+	}
+	if p.Has("metadata") {
+		meta, code := readMetadata(p)
+		if code != "" {
+			return nil, code
+		}
+		m.Metadata = meta
 	}
 	return map[string]any{"channel": m.Channel, "ts": m.TS, "text": m.Text, "message": s.wireMessage(*m)}, ""
 }
@@ -254,6 +266,9 @@ func (s *Server) replies(c *Call) (map[string]any, apiError) {
 	msgs := make([]map[string]any, 0, end-start)
 	for _, m := range thread[start:end] {
 		w := s.wireMessage(m)
+		if m.Metadata != nil && (p.Get("include_all_metadata") == "1" || p.Get("include_all_metadata") == "true") {
+			w["metadata"] = m.Metadata
+		}
 		if m.TS == root && len(thread) > 1 {
 			w["thread_ts"] = root
 			w["reply_count"] = len(thread) - 1
@@ -345,4 +360,24 @@ func (s *Server) wireMessage(m Message) map[string]any {
 		w["reactions"] = rs
 	}
 	return w
+}
+
+// readMetadata decodes a message's "metadata" parameter, which Slack
+// requires to carry an event_type and an event_payload object.
+func readMetadata(p url.Values) (map[string]any, apiError) {
+	raw := p.Get("metadata")
+	if raw == "" {
+		return nil, ""
+	}
+	var meta map[string]any
+	if json.Unmarshal([]byte(raw), &meta) != nil {
+		return nil, "invalid_metadata_format"
+	}
+	if t, _ := meta["event_type"].(string); t == "" {
+		return nil, "invalid_metadata_schema"
+	}
+	if _, ok := meta["event_payload"].(map[string]any); !ok {
+		return nil, "invalid_metadata_schema"
+	}
+	return meta, ""
 }

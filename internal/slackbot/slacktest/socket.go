@@ -332,7 +332,27 @@ func (s *Server) SendRaw(frame []byte) string {
 // when an ack was late), as Slack does for unacknowledged events. The event_id stays
 // the same, which is what the bot must dedupe on.
 func (s *Server) Redeliver(envelopeID, reason string) (string, error) {
+	f, id, err := s.redelivery(envelopeID, reason)
+	if err != nil {
+		return "", err
+	}
+	s.deliver(f)
+	return id, nil
+}
+
+// RedeliverTo is Redeliver on connection conn only: Slack may send the
+// retry to another of the app's connections than the first delivery.
+func (s *Server) RedeliverTo(conn int, envelopeID, reason string) (string, error) {
+	f, id, err := s.redelivery(envelopeID, reason)
+	if err != nil {
+		return "", err
+	}
+	return id, s.sendTo(conn, f)
+}
+
+func (s *Server) redelivery(envelopeID, reason string) (*outFrame, string, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	var orig *Envelope
 	for i := range s.st.Envelopes {
 		if s.st.Envelopes[i].ID == envelopeID {
@@ -341,13 +361,11 @@ func (s *Server) Redeliver(envelopeID, reason string) (string, error) {
 		}
 	}
 	if orig == nil {
-		s.mu.Unlock()
-		return "", fmt.Errorf("redeliver: no envelope %q was sent; use an ID returned by SendEvent or SendInteraction", envelopeID)
+		return nil, "", fmt.Errorf("redeliver: no envelope %q was sent; use an ID returned by SendEvent or SendInteraction", envelopeID)
 	}
 	var frame map[string]json.RawMessage
 	if err := json.Unmarshal(orig.Frame, &frame); err != nil {
-		s.mu.Unlock()
-		return "", fmt.Errorf("redeliver %s: frame is not a JSON object: %w", envelopeID, err)
+		return nil, "", fmt.Errorf("redeliver %s: frame is not a JSON object: %w", envelopeID, err)
 	}
 	e := Envelope{
 		ID:           s.newEnvelopeIDLocked(),
@@ -359,10 +377,7 @@ func (s *Server) Redeliver(envelopeID, reason string) (string, error) {
 	frame["retry_attempt"], _ = json.Marshal(e.RetryAttempt)
 	frame["retry_reason"], _ = json.Marshal(reason)
 	e.Frame, _ = json.Marshal(frame)
-	f := s.addEnvelopeLocked(e)
-	s.mu.Unlock()
-	s.deliver(f)
-	return e.ID, nil
+	return s.addEnvelopeLocked(e), e.ID, nil
 }
 
 // Disconnect sends {"type":"disconnect","reason":reason} on every live connection and

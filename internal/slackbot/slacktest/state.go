@@ -56,6 +56,10 @@ type Message struct {
 	Text         string
 	MarkdownText string
 	Blocks       []Block
+	// Metadata is the message's metadata (event_type, event_payload) as
+	// posted or last updated; conversations.replies returns it when asked
+	// with include_all_metadata.
+	Metadata map[string]any
 	// Edits lists replaced versions, oldest first; Text and Blocks are the current one.
 	Edits []Edit
 	// Reactions lists the emoji names the bot currently has on the message, in order added.
@@ -190,6 +194,10 @@ type State struct {
 	Envelopes []Envelope
 	Acks      []Ack
 	Conns     []Conn
+	// Views are the views opened and published; Prompts the suggested
+	// prompts set in assistant threads.
+	Views   []View
+	Prompts []Prompts
 	// Tickets counts apps.connections.open successes.
 	Tickets int
 }
@@ -287,6 +295,8 @@ func (st *State) clone() *State {
 		Acks:      slices.Clone(st.Acks),
 		Conns:     slices.Clone(st.Conns),
 		Tickets:   st.Tickets,
+		Views:     slices.Clone(st.Views),
+		Prompts:   slices.Clone(st.Prompts),
 	}
 	for i := range c.Messages {
 		c.Messages[i].Edits = slices.Clone(c.Messages[i].Edits)

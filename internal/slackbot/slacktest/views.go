@@ -14,23 +14,31 @@ import (
 // answers views.open as Slack does: invalid_trigger_id for one it never
 // issued, exchanged_trigger_id for one already used, expired_trigger_id
 // for one older than the trigger window. It keeps each opened view, so a
-// test can submit it (SubmitView) as the person would.
+// test can submit it (SubmitView) as the person would, and each Home tab
+// published (views.publish).
 
 // DefaultTriggerTTL is Slack's trigger window.
 const DefaultTriggerTTL = 3 * time.Second
 
-// View is a modal the bot opened with views.open.
+// View is a modal the bot opened with views.open, or a Home tab it
+// published with views.publish.
 type View struct {
 	ID        string
-	TriggerID string
-	// User is who the trigger was issued to: the modal opens for them.
+	Type      string // "modal" or "home"
+	TriggerID string // a modal's
+	// User is who sees it: the user the trigger was issued to, for whom a
+	// modal opens, or a Home tab's user_id.
 	User            string
 	CallbackID      string
 	PrivateMetadata string
+	Blocks          []Block
 	// Raw is the view as the bot sent it.
 	Raw    map[string]any
 	Opened time.Time
 }
+
+// AllText is every text of the view's blocks, newline-separated.
+func (v View) AllText() string { return Message{Blocks: v.Blocks}.AllText() }
 
 type trigger struct {
 	user   string
@@ -41,7 +49,6 @@ type trigger struct {
 type viewStore struct {
 	ttl      time.Duration
 	triggers map[string]*trigger
-	views    []View
 }
 
 // viewsLocked makes the view state on first use; callers hold s.mu.
@@ -75,11 +82,12 @@ func (s *Server) ExpireTriggers() {
 	}
 }
 
-// Views returns the modals opened so far, in order.
+// Views returns the modals opened and the Home tabs published so far, in
+// order.
 func (s *Server) Views() []View {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]View(nil), s.viewsLocked().views...)
+	return append([]View(nil), s.st.Views...)
 }
 
 // Slack's limits on a modal (docs.slack.dev/reference/views/modal-views).
@@ -113,6 +121,8 @@ func (s *Server) openView(c *Call) (map[string]any, apiError) {
 	s.viewSeq++
 	v := View{
 		ID:        "V" + strconv.Itoa(1000+s.viewSeq),
+		Type:      "modal",
+		Blocks:    toBlocks(view["blocks"]),
 		TriggerID: id,
 		User:      tr.user,
 		Raw:       view,
@@ -120,7 +130,7 @@ func (s *Server) openView(c *Call) (map[string]any, apiError) {
 	}
 	v.CallbackID, _ = view["callback_id"].(string)
 	v.PrivateMetadata, _ = view["private_metadata"].(string)
-	vs.views = append(vs.views, v)
+	s.st.Views = append(s.st.Views, v)
 	return map[string]any{"view": s.wireView(v, map[string]any{})}, ""
 }
 
@@ -154,7 +164,7 @@ func checkModal(view map[string]any) apiError {
 // view_submission with the person's input in state.
 func (s *Server) wireView(v View, values map[string]any) map[string]any {
 	out := map[string]any{
-		"id": v.ID, "team_id": s.cfg.TeamID, "type": "modal",
+		"id": v.ID, "team_id": s.cfg.TeamID, "type": v.Type,
 		"callback_id": v.CallbackID, "private_metadata": v.PrivateMetadata,
 		"external_id": "", "hash": "h" + v.ID, "app_id": s.cfg.AppID, "bot_id": s.cfg.BotID,
 		"root_view_id": v.ID, "previous_view_id": nil,
@@ -182,7 +192,7 @@ type Input struct {
 // selected_option with the option's text from the view). It returns the
 // envelope ID.
 func (s *Server) SubmitView(viewID string, inputs ...Input) (string, error) {
-	p, err := s.submitPayload(viewID, inputs)
+	p, err := s.submitPayload("", viewID, inputs)
 	if err != nil {
 		return "", err
 	}
@@ -191,24 +201,29 @@ func (s *Server) SubmitView(viewID string, inputs ...Input) (string, error) {
 
 // SubmitViewTo is SubmitView on connection conn.
 func (s *Server) SubmitViewTo(conn int, viewID string, inputs ...Input) (string, error) {
-	p, err := s.submitPayload(viewID, inputs)
+	p, err := s.submitPayload("", viewID, inputs)
 	if err != nil {
 		return "", err
 	}
 	return s.SendInteractionTo(conn, p)
 }
 
-func (s *Server) submitPayload(viewID string, inputs []Input) (map[string]any, error) {
+// submitPayload is the view_submission of modal viewID with inputs, by
+// user (the one it opened for when empty).
+func (s *Server) submitPayload(user, viewID string, inputs []Input) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var v *View
-	for i := range s.viewsLocked().views {
-		if s.views.views[i].ID == viewID {
-			v = &s.views.views[i]
+	for i := range s.st.Views {
+		if s.st.Views[i].ID == viewID && s.st.Views[i].Type == "modal" {
+			v = &s.st.Views[i]
 		}
 	}
 	if v == nil {
 		return nil, fmt.Errorf("slacktest: no view %s was opened", viewID)
+	}
+	if user == "" {
+		user = v.User
 	}
 	values := map[string]any{}
 	for _, in := range inputs {
@@ -239,11 +254,11 @@ func (s *Server) submitPayload(viewID string, inputs []Input) (map[string]any, e
 	}
 	s.clickSeq++
 	tid := "trigger-" + strconv.Itoa(s.clickSeq)
-	s.issueTriggerLocked(tid, v.User)
+	s.issueTriggerLocked(tid, user)
 	return map[string]any{
 		"type":                  "view_submission",
 		"team":                  map[string]any{"id": s.cfg.TeamID, "domain": s.cfg.TeamName},
-		"user":                  map[string]any{"id": v.User, "username": v.User, "name": v.User, "team_id": s.cfg.TeamID},
+		"user":                  map[string]any{"id": user, "username": user, "name": user, "team_id": s.cfg.TeamID},
 		"api_app_id":            s.cfg.AppID,
 		"token":                 "fake-verification-token",
 		"trigger_id":            tid,
@@ -277,4 +292,69 @@ func findOption(el map[string]any, value string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// maxSuggestedPrompts is how many prompts an assistant thread may suggest.
+const maxSuggestedPrompts = 4
+
+// viewsPublish publishes a Home tab, checked as Slack checks one.
+func (s *Server) viewsPublish(c *Call) (map[string]any, apiError) {
+	user := c.Params.Get("user_id")
+	if user == "" {
+		return nil, "user_not_found"
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(c.Params.Get("view")), &raw); err != nil || raw["type"] != "home" {
+		return nil, "invalid_arguments"
+	}
+	v := View{Type: "home", User: user, Raw: raw, Blocks: toBlocks(raw["blocks"]), Opened: time.Now()}
+	v.CallbackID, _ = raw["callback_id"].(string)
+	v.PrivateMetadata, _ = raw["private_metadata"].(string)
+	if len(v.Blocks) > maxViewBlocks || utf8.RuneCountInString(v.PrivateMetadata) > maxViewMetadata {
+		return nil, "invalid_arguments"
+	}
+	for _, b := range v.Blocks {
+		if t, _ := b["type"].(string); t == "" {
+			return nil, "invalid_arguments"
+		}
+	}
+	s.viewSeq++
+	v.ID = "V" + strconv.Itoa(1000+s.viewSeq)
+	s.st.Views = append(s.st.Views, v)
+	return map[string]any{"view": s.wireView(v, map[string]any{})}, ""
+}
+
+// Prompts is one assistant.threads.setSuggestedPrompts call that succeeded.
+type Prompts struct {
+	Channel, ThreadTS, Title string
+	Prompts                  []struct{ Title, Message string }
+}
+
+func (s *Server) setSuggestedPrompts(c *Call) (map[string]any, apiError) {
+	p := c.Params
+	if p.Get("channel_id") == "" {
+		return nil, "channel_not_found"
+	}
+	out := Prompts{Channel: p.Get("channel_id"), ThreadTS: p.Get("thread_ts"), Title: p.Get("title")}
+	if json.Unmarshal([]byte(p.Get("prompts")), &out.Prompts) != nil || len(out.Prompts) == 0 || len(out.Prompts) > maxSuggestedPrompts {
+		return nil, "invalid_arguments"
+	}
+	for _, pr := range out.Prompts {
+		if pr.Title == "" || pr.Message == "" {
+			return nil, "invalid_arguments"
+		}
+	}
+	s.st.Prompts = append(s.st.Prompts, out)
+	return map[string]any{}, ""
+}
+
+func (s *Server) setTitle(c *Call) (map[string]any, apiError) {
+	p := c.Params
+	if p.Get("channel_id") == "" {
+		return nil, "channel_not_found"
+	}
+	if p.Get("thread_ts") == "" || p.Get("title") == "" {
+		return nil, "invalid_arguments"
+	}
+	return map[string]any{}, ""
 }

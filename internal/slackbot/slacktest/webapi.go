@@ -89,6 +89,10 @@ var apiMethods = map[string]apiMethod{
 	"conversations.info":          {botToken, (*Server).conversationInfo},
 	"users.info":                  {botToken, (*Server).userInfo},
 	"views.open":                  {botToken, (*Server).openView},
+
+	"assistant.threads.setSuggestedPrompts": {botToken, (*Server).setSuggestedPrompts},
+	"assistant.threads.setTitle":            {botToken, (*Server).setTitle},
+	"views.publish":                         {botToken, (*Server).viewsPublish},
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
