@@ -41,7 +41,7 @@ func TestViewsOpenTakesATriggerOnce(t *testing.T) {
 		{"unknown trigger", "trigger-999", "Ask", "invalid_trigger_id"},
 		{"title too long", trigger, "A title far longer than Slack allows", "invalid_arguments"},
 		{"opens", trigger, "Ask", ""},
-		{"trigger used", trigger, "Ask", "expired_trigger_id"},
+		{"trigger used", trigger, "Ask", "exchanged_trigger_id"},
 	}
 	for _, tt := range tests {
 		_, err := api.OpenViewContext(t.Context(), tt.trigger, modal(tt.title))
