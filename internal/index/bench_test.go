@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -172,38 +171,7 @@ func BenchmarkSearchCode(b *testing.B) {
 	ix := builtSrc(b)
 	for _, args := range []string{`{"pattern": "NewServeMux", "literal": true}`, `{"pattern": "func \\(c \\*Client\\) Do\\("}`} {
 		searchCode(b, args, ix, args)
-		searchCode(b, "text-only/"+args, newTextOnly(ix), args)
 	}
-}
-
-// textOnly is an index whose candidates leave out the files it did not
-// read (binary, over 2 MB): what a search would read if it counted those
-// from Index.Unindexed instead of reading them on every call. Its results
-// differ from the scan's in what they say was skipped, so it is only a
-// measure of that cost.
-type textOnly struct {
-	*Index
-	skip map[string]bool
-}
-
-func newTextOnly(ix *Index) textOnly {
-	binary, huge, unreadable := ix.Unindexed()
-	t := textOnly{ix, map[string]bool{}}
-	for _, p := range slices.Concat(binary, huge, unreadable) {
-		t.skip[p] = true
-	}
-	return t
-}
-
-func (t textOnly) Candidates(lits []string, fold bool) ([]string, bool) {
-	files, ok := t.Index.Candidates(lits, fold)
-	var out []string
-	for _, p := range files {
-		if !t.skip[p] {
-			out = append(out, p)
-		}
-	}
-	return out, ok
 }
 
 // searchCode times search_code with args through idx, the file list

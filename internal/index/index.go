@@ -126,6 +126,16 @@ func (ix *Index) Unindexed() (binary, huge, unreadable []string) {
 	return binary, huge, unreadable
 }
 
+// Paths returns every file the index lists, sorted, without their
+// symbols.
+func (ix *Index) Paths() []string {
+	out := make([]string, len(ix.files))
+	for id, f := range ix.files {
+		out[id] = f.path
+	}
+	return out
+}
+
 // Stats describe an index's coverage and size.
 type Stats struct {
 	Commit      string
