@@ -316,3 +316,27 @@ func TestLoadLeavesSymbolsUntilAsked(t *testing.T) {
 		t.Error("Definitions did not decode the symbols")
 	}
 }
+
+// The service's Indexer checks a saved index whole when it loads it, so
+// one damaged where Load does not look is refused (and built again by
+// the caller); a one-call process's leaves that to first use.
+func TestIndexerCheckOnLoad(t *testing.T) {
+	ws, head := wallRepo(t)
+	data := encoded(t, build(t, ws, head, Options{}))
+	from, to := sectionAt(t, data, secSymbols)
+	data[(from+to)/2] ^= 0x40
+	path := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Indexer{CheckOnLoad: true}).Load(path, ws); !errors.Is(err, ErrFormat) {
+		t.Errorf("CheckOnLoad: Load = %v, want ErrFormat", err)
+	}
+	idx, err := (Indexer{}).Load(path, ws)
+	if err != nil {
+		t.Fatalf("without CheckOnLoad: %v", err)
+	}
+	if got := idx.Definitions("Client", false); len(got) != 0 || !strings.Contains(idx.Note(), "damaged") {
+		t.Errorf("damaged symbols answered %v, note %q", got, idx.Note())
+	}
+}
