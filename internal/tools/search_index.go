@@ -44,15 +44,31 @@ func (s *SearchCode) narrow(m *search.Matcher, files []string) (narrowed []strin
 		cands = slices.Sorted(slices.Values(cands))
 	}
 	known := s.indexedFiles(idx)
+	// All three lists are sorted (files unless the scope is odd): walk
+	// them together rather than look each file up.
+	in := func(list []string, f string, at *int) bool {
+		i, found := slices.BinarySearch(list, f)
+		*at = i
+		return found
+	}
+	if slices.IsSorted(files) {
+		in = func(list []string, f string, at *int) bool {
+			for *at < len(list) && list[*at] < f {
+				*at++
+			}
+			return *at < len(list) && list[*at] == f
+		}
+	}
 	var pos []int // pos[j] is the place in files of narrowed[j]
 	var binary []int
+	var at, atCand int
 	for i, f := range files {
-		what, held := known.paths[f]
-		if held && what == heldBinary {
+		held := in(known.paths, f, &at)
+		if held && known.binary[at] {
 			binary = append(binary, i)
 			continue
 		}
-		if _, picked := slices.BinarySearch(cands, f); picked || !held {
+		if picked := in(cands, f, &atCand); picked || !held {
 			narrowed = append(narrowed, f)
 			pos = append(pos, i)
 		}
@@ -85,16 +101,12 @@ type unindexedLister interface {
 	Unindexed() (binary, huge, unreadable []string)
 }
 
-// What an index knows of a file it holds.
-const (
-	heldText   = iota // read, or to be read: not known to be binary
-	heldBinary        // binary when the index was built
-)
-
-// indexedSet is the files the index of one commit holds.
+// indexedSet is the files the index of one commit holds, sorted, and
+// which of them it found binary.
 type indexedSet struct {
 	commit string
-	paths  map[string]uint8 // heldText or heldBinary
+	paths  []string
+	binary []bool // parallel to paths
 }
 
 // indexedFiles returns the set of files idx holds, made once per commit:
@@ -107,21 +119,20 @@ func (s *SearchCode) indexedFiles(idx CodeIndex) *indexedSet {
 	}
 	var paths []string
 	if l, ok := idx.(pathLister); ok {
-		paths = l.Paths()
+		paths = slices.Clone(l.Paths())
 	} else {
 		for _, f := range idx.Files() {
 			paths = append(paths, f.Path)
 		}
 	}
-	set := &indexedSet{commit: commit, paths: make(map[string]uint8, len(paths))}
-	for _, p := range paths {
-		set.paths[p] = heldText
-	}
+	slices.Sort(paths)
+	set := &indexedSet{commit: commit, paths: slices.Compact(paths)}
+	set.binary = make([]bool, len(set.paths))
 	if u, ok := idx.(unindexedLister); ok {
 		binary, _, _ := u.Unindexed()
 		for _, p := range binary {
-			if _, held := set.paths[p]; held {
-				set.paths[p] = heldBinary
+			if i, held := slices.BinarySearch(set.paths, p); held {
+				set.binary[i] = true
 			}
 		}
 	}
