@@ -77,8 +77,10 @@ func encoded(t testing.TB, ix *Index) []byte {
 	return b
 }
 
-// An intact saved index passes Verify and says nothing of damage.
-func TestLoadedIndexIsVerified(t *testing.T) {
+// savedAndLoaded is an index built of the wall's repository, and the
+// same saved and loaded again.
+func savedAndLoaded(t *testing.T) (built, loaded *Index) {
+	t.Helper()
 	ws, head := wallRepo(t)
 	ix := build(t, ws, head, Options{})
 	path := filepath.Join(t.TempDir(), "index")
@@ -89,6 +91,12 @@ func TestLoadedIndexIsVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ix, got
+}
+
+// An intact saved index passes Verify and says nothing of damage.
+func TestLoadedIndexIsVerified(t *testing.T) {
+	ix, got := savedAndLoaded(t)
 	if err := got.Verify(); err != nil {
 		t.Errorf("Verify of an intact index: %v", err)
 	}
@@ -288,16 +296,7 @@ func resum(b []byte) []byte {
 // sections Load read, decoding no identifier or symbol until a tool asks
 // for one.
 func TestLoadLeavesSymbolsUntilAsked(t *testing.T) {
-	ws, head := wallRepo(t)
-	ix := build(t, ws, head, Options{})
-	path := filepath.Join(t.TempDir(), "index")
-	if err := ix.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	got, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix, got := savedAndLoaded(t)
 	cands, ok := got.Candidates([]string{"Client"}, false)
 	if want, _ := ix.Candidates([]string{"Client"}, false); !ok || !slices.Equal(cands, want) {
 		t.Errorf("Candidates = %q, %v; want %q", cands, ok, want)
