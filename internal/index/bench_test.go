@@ -82,30 +82,45 @@ func BenchmarkBuild(b *testing.B) {
 	b.Logf("note %q", ix.Note())
 }
 
+// BenchmarkLoad is opening the saved index: as a search needs it (the
+// file table, the trigram table in place), checked whole as the service
+// loads it (Verify), and with the symbols decoded as the symbol tools
+// need them; with the live heap that holding each costs.
 func BenchmarkLoad(b *testing.B) {
 	ix := builtSrc(b)
 	path := filepath.Join(b.TempDir(), "index")
 	if err := ix.Save(path); err != nil {
 		b.Fatal(err)
 	}
-	var loaded *Index
-	for b.Loop() {
-		var err error
-		if loaded, err = Load(path); err != nil {
-			b.Fatal(err)
-		}
+	for _, tc := range []struct {
+		name string
+		then func(*Index) error
+	}{
+		{"search", func(*Index) error { return nil }},
+		{"verified", (*Index).Verify},
+		{"symbols", func(ix *Index) error { ix.Definitions("Client.Do", false); return ix.damage() }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var loaded *Index
+			for b.Loop() {
+				var err error
+				if loaded, err = Load(path); err == nil {
+					err = tc.then(loaded)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.GC()
+			var with, without runtime.MemStats
+			runtime.ReadMemStats(&with)
+			runtime.KeepAlive(loaded)
+			loaded = nil
+			runtime.GC()
+			runtime.ReadMemStats(&without)
+			b.ReportMetric(float64(int64(with.HeapAlloc)-int64(without.HeapAlloc))/1e6, "MB-heap-held")
+		})
 	}
-	// What holding the index costs: the live heap with it, against
-	// without it.
-	_ = ix
-	runtime.GC()
-	var with, without runtime.MemStats
-	runtime.ReadMemStats(&with)
-	runtime.KeepAlive(loaded)
-	loaded = nil
-	runtime.GC()
-	runtime.ReadMemStats(&without)
-	b.ReportMetric(float64(with.HeapAlloc-without.HeapAlloc)/1e6, "MB-heap-held")
 }
 
 // BenchmarkUpdate10 updates the index of a copy of src/ after 10 Go files
