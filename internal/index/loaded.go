@@ -20,8 +20,8 @@ type rest struct {
 
 // whole returns ix with its names and symbols decoded: ix itself when it
 // was built, else (decoding them the first time) a copy reading through
-// ix's workspace. When they are damaged it returns ix as it is, with no
-// names and no symbols, and damage says why.
+// ix's workspace. When they are damaged it returns a copy with no names
+// and no symbols, and damage says why.
 func (ix *Index) whole() *Index {
 	r := ix.rest
 	if r == nil {
