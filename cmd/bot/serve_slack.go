@@ -63,7 +63,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		}
 		syncs.WithLabelValues(name, result).Inc()
 	}
-	c, err := newCore(ctx, cfg, env, false, log, onSync)
+	c, err := newCore(ctx, cfg, env, false, log, onSync, false)
 	if err != nil {
 		return nil, err
 	}

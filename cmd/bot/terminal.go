@@ -87,7 +87,7 @@ func openTerminal(ctx context.Context, cfg config.Config, env func(string) (stri
 	// a build of the whole repository, nor leave an index in BOT_DATA_DIR
 	// of whatever directory it was asked from.
 	cfg.Index = false
-	c, err := newCore(ctx, cfg, env, pathOnly, log, nil)
+	c, err := newCore(ctx, cfg, env, pathOnly, log, nil, false)
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func runTool(ctx context.Context, cfg config.Config, env func(string) (string, b
 	// literal to narrow by) loads none: that costs more than the call.
 	cfg.Index = cfg.Index && tools.NewRegistry(tools.Default(nil, tools.Options{})...).UsesIndex(call)
 	log := terminalLogger(cfg, errOut)
-	c, err := newCore(ctx, cfg, env, pathOnly, log, nil)
+	c, err := newCore(ctx, cfg, env, pathOnly, log, nil, true)
 	if err != nil {
 		return err
 	}

@@ -96,8 +96,10 @@ func (c *core) Close() error {
 // cloning url repos into BOT_DATA_DIR) and the model client. env looks up
 // the variables token_env and ssh_key_env name, as the settings were;
 // pathOnly uses REPO_PATH alone even when BOT_CONFIG lists repos (--repo);
-// onSync, when set, hears of every fetch.
-func newCore(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, log *slog.Logger, onSync func(string, error)) (*core, error) {
+// onSync, when set, hears of every fetch; oneCall is for a process that
+// runs one tool call (bot tool), which checks of a saved code index only
+// what the call reads (see index.Indexer.CheckOnLoad).
+func newCore(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, log *slog.Logger, onSync func(string, error), oneCall bool) (*core, error) {
 	from := repos.FromConfig
 	if pathOnly {
 		from = repos.PathOnly
@@ -141,7 +143,7 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 	model = tracer.Model(model)
 	var indexer repos.Indexer
 	if cfg.Index {
-		indexer = index.Indexer{Options: index.Options{Logger: log}}
+		indexer = index.Indexer{Options: index.Options{Logger: log}, CheckOnLoad: !oneCall}
 	}
 	m, err := repos.New(ctx, specs, repos.Options{
 		DataDir:    cfg.DataDir,

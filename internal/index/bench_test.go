@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -83,30 +82,45 @@ func BenchmarkBuild(b *testing.B) {
 	b.Logf("note %q", ix.Note())
 }
 
+// BenchmarkLoad is opening the saved index: as a search needs it (the
+// file table, the trigram table in place), checked whole as the service
+// loads it (Verify), and with the symbols decoded as the symbol tools
+// need them; with the live heap that holding each costs.
 func BenchmarkLoad(b *testing.B) {
 	ix := builtSrc(b)
 	path := filepath.Join(b.TempDir(), "index")
 	if err := ix.Save(path); err != nil {
 		b.Fatal(err)
 	}
-	var loaded *Index
-	for b.Loop() {
-		var err error
-		if loaded, err = Load(path); err != nil {
-			b.Fatal(err)
-		}
+	for _, tc := range []struct {
+		name string
+		then func(*Index) error
+	}{
+		{"search", func(*Index) error { return nil }},
+		{"verified", (*Index).Verify},
+		{"symbols", func(ix *Index) error { ix.Definitions("Client.Do", false); return ix.damage() }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var loaded *Index
+			for b.Loop() {
+				var err error
+				if loaded, err = Load(path); err == nil {
+					err = tc.then(loaded)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.GC()
+			var with, without runtime.MemStats
+			runtime.ReadMemStats(&with)
+			runtime.KeepAlive(loaded)
+			loaded = nil
+			runtime.GC()
+			runtime.ReadMemStats(&without)
+			b.ReportMetric(float64(int64(with.HeapAlloc)-int64(without.HeapAlloc))/1e6, "MB-heap-held")
+		})
 	}
-	// What holding the index costs: the live heap with it, against
-	// without it.
-	_ = ix
-	runtime.GC()
-	var with, without runtime.MemStats
-	runtime.ReadMemStats(&with)
-	runtime.KeepAlive(loaded)
-	loaded = nil
-	runtime.GC()
-	runtime.ReadMemStats(&without)
-	b.ReportMetric(float64(with.HeapAlloc-without.HeapAlloc)/1e6, "MB-heap-held")
 }
 
 // BenchmarkUpdate10 updates the index of a copy of src/ after 10 Go files
@@ -172,38 +186,7 @@ func BenchmarkSearchCode(b *testing.B) {
 	ix := builtSrc(b)
 	for _, args := range []string{`{"pattern": "NewServeMux", "literal": true}`, `{"pattern": "func \\(c \\*Client\\) Do\\("}`} {
 		searchCode(b, args, ix, args)
-		searchCode(b, "text-only/"+args, newTextOnly(ix), args)
 	}
-}
-
-// textOnly is an index whose candidates leave out the files it did not
-// read (binary, over 2 MB): what a search would read if it counted those
-// from Index.Unindexed instead of reading them on every call. Its results
-// differ from the scan's in what they say was skipped, so it is only a
-// measure of that cost.
-type textOnly struct {
-	*Index
-	skip map[string]bool
-}
-
-func newTextOnly(ix *Index) textOnly {
-	binary, huge, unreadable := ix.Unindexed()
-	t := textOnly{ix, map[string]bool{}}
-	for _, p := range slices.Concat(binary, huge, unreadable) {
-		t.skip[p] = true
-	}
-	return t
-}
-
-func (t textOnly) Candidates(lits []string, fold bool) ([]string, bool) {
-	files, ok := t.Index.Candidates(lits, fold)
-	var out []string
-	for _, p := range files {
-		if !t.skip[p] {
-			out = append(out, p)
-		}
-	}
-	return out, ok
 }
 
 // searchCode times search_code with args through idx, the file list

@@ -7,42 +7,122 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
+	"unsafe"
 
 	"github.com/askrepo/askrepo/internal/symbols"
 )
 
+// decode reads the header, meta, files and trigram table of data, checking
+// each one's checksum, and leaves the rest for first use (see whole).
 func decode(data []byte) (*Index, error) {
-	if len(data) < len(magic)+4 || string(data[:len(magic)]) != magic {
-		return nil, fmt.Errorf("%w: no code index header", ErrFormat)
+	secs, err := sections(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	d := decoder{b: body[len(magic):]}
-	if v := d.uint(); v != formatVersion {
-		return nil, fmt.Errorf("%w: format version %d, this program reads %d", ErrFormat, v, formatVersion)
+	for _, i := range []int{secMeta, secFiles, secKeys} {
+		if crc32.ChecksumIEEE(secs[i].b) != secs[i].sum {
+			return nil, fmt.Errorf("%w: checksum mismatch (damaged)", ErrFormat)
+		}
 	}
-	if crc32.ChecksumIEEE(body) != sum {
-		return nil, fmt.Errorf("%w: checksum mismatch (damaged or truncated)", ErrFormat)
+	ix := &Index{diskBytes: atomicInt(int64(len(data))), lazy: &lazy{}}
+	r := &rest{names: secs[secNames], symbols: secs[secSymbols]}
+	d := decoder{b: secs[secMeta].b}
+	ix.commit, ix.note = d.str(), d.str()
+	nfiles := d.uint()
+	r.nsyms, r.nnames, r.nOccs = d.uint(), d.uint(), d.uint()
+	d.end()
+	f := decoder{b: secs[secFiles].b, err: d.err}
+	if f.err == nil && nfiles > uint64(len(f.b)) {
+		f.fail("more files than bytes")
 	}
-	ix := &Index{diskBytes: atomicInt(int64(len(data)))}
-	ix.commit = d.str()
-	ix.note = d.str()
-	nsyms := d.files(ix)
-	d.grams(ix)
-	d.names(ix)
-	d.symbols(ix, nsyms)
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
+	if nsyms := f.files(ix, int(nfiles)); f.err == nil && uint64(nsyms) != r.nsyms {
+		f.fail("the files' symbols do not add up")
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFormat, d.err)
+	f.end()
+	if f.err == nil {
+		f.err = ix.gramTable(secs)
 	}
-	ix.derive()
+	if f.err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFormat, f.err)
+	}
+	ix.rest = r
+	ix.deriveFiles()
 	return ix, nil
 }
 
+// section is one section of the file and its checksum.
+type section struct {
+	b   []byte
+	sum uint32
+}
+
+// sections checks the header and cuts data into its sections.
+func sections(data []byte) ([nSections]section, error) {
+	var secs [nSections]section
+	if len(data) < headerLen || string(data[:len(magic)]) != magic {
+		return secs, errors.New("no code index header")
+	}
+	if v := data[len(magic)]; v != formatVersion {
+		return secs, fmt.Errorf("format version %d, this program reads %d", v, formatVersion)
+	}
+	if crc32.ChecksumIEEE(data[:headerLen-4]) != binary.LittleEndian.Uint32(data[headerLen-4:]) {
+		return secs, errors.New("header checksum mismatch (damaged)")
+	}
+	for i := range secs {
+		ent := data[tocAt+i*tocEntry:]
+		off, n := binary.LittleEndian.Uint64(ent), binary.LittleEndian.Uint64(ent[8:])
+		if off < uint64(headerLen) || off%8 != 0 || off > uint64(len(data)) || n > uint64(len(data))-off {
+			return secs, errors.New("a section past the end (truncated)")
+		}
+		secs[i] = section{b: data[off : off+n : off+n], sum: binary.LittleEndian.Uint32(ent[16:])}
+	}
+	return secs, nil
+}
+
+// gramTable takes the trigram keys, list offsets and sums as they lie in
+// the file (see u32s), checking the keys' order.
+func (ix *Index) gramTable(secs [nSections]section) error {
+	keys, offs, sums := secs[secKeys].b, secs[secOffs].b, secs[secSums].b
+	n := len(keys) / 4
+	if len(keys)%4 != 0 || len(sums) != len(keys) || len(offs) != len(keys)+4 {
+		return errors.New("trigram table sizes do not agree")
+	}
+	ix.gramKeys, ix.gramSums = u32s(keys), u32s(sums)
+	ix.grams = lists{offs: u32s(offs), data: secs[secLists].b}
+	for i := 1; i < n; i++ {
+		if ix.gramKeys[i] <= ix.gramKeys[i-1] {
+			return errors.New("trigram keys out of order")
+		}
+	}
+	if n > 0 && ix.gramKeys[n-1] >= 1<<24 {
+		return errors.New("trigram key out of range")
+	}
+	return nil
+}
+
+// u32s is b as little-endian uint32s: b itself where the machine is
+// little-endian and b is aligned (the sections start at multiples of 8 of
+// a page-aligned mapping), a copy otherwise.
+func u32s(b []byte) []uint32 {
+	if len(b) == 0 {
+		return nil
+	}
+	p := unsafe.SliceData(b)
+	if binary.NativeEndian.Uint16([]byte{1, 0}) == 1 && uintptr(unsafe.Pointer(p))%4 == 0 {
+		return unsafe.Slice((*uint32)(unsafe.Pointer(p)), len(b)/4)
+	}
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
 // files reads the file table and returns how many symbols it names.
-func (d *decoder) files(ix *Index) int64 {
-	nfiles := d.count()
+func (d *decoder) files(ix *Index, nfiles int) int64 {
+	if d.err != nil {
+		return 0
+	}
 	ix.files = make([]fileEntry, 0, nfiles)
 	prev := ""
 	var nsyms int64
@@ -50,10 +130,14 @@ func (d *decoder) files(ix *Index) int64 {
 		p := d.frontCoded(prev)
 		prev = p
 		size := int64(d.uint()) + minSize
-		n := int64(d.count())
+		nu := d.uint() // symbols live in their own section: bounded below
 		refs := d.uint()
-		if d.err == nil && (p == "" || n < 0 || size < minSize || refs >= 1<<31) {
+		n := int64(min(nu, 1<<31))
+		if d.err == nil && (p == "" || size < minSize || refs >= 1<<31 || nsyms+n >= 1<<31) {
 			d.fail("bad file entry")
+		}
+		if d.err != nil {
+			return 0
 		}
 		ix.files = append(ix.files, fileEntry{path: p, size: size, symStart: int32(nsyms), symEnd: int32(nsyms + n), refs: int32(refs)})
 		nsyms += n
@@ -61,26 +145,38 @@ func (d *decoder) files(ix *Index) int64 {
 	return nsyms
 }
 
-func (d *decoder) grams(ix *Index) {
-	nkeys := d.count()
-	ix.gramKeys = make([]uint32, 0, nkeys)
-	var k uint64
-	for i := range nkeys {
-		delta := d.uint()
-		if i > 0 && delta == 0 {
-			d.fail("trigram keys out of order")
+// decodeRest decodes the names and symbols of a loaded index, after
+// checking their checksums, into a copy of ix that holds everything.
+func (ix *Index) decodeRest() (*Index, error) {
+	r := ix.rest
+	for _, s := range []section{r.names, r.symbols} {
+		if crc32.ChecksumIEEE(s.b) != s.sum {
+			return nil, errors.New("checksum mismatch (damaged)")
 		}
-		k += delta
-		if k >= 1<<24 {
-			d.fail("trigram key out of range")
-		}
-		ix.gramKeys = append(ix.gramKeys, uint32(k))
 	}
-	ix.grams = d.lists(nkeys)
+	w := *ix
+	w.rest, w.ws, w.lazy = nil, nil, &lazy{}
+	d := decoder{b: r.names.b}
+	if d.err == nil && r.nnames > uint64(len(d.b)) {
+		d.fail("more names than bytes")
+	}
+	d.names(&w, int(r.nnames))
+	w.nOccs = int(min(r.nOccs, 1<<40))
+	d.end()
+	d.b = r.symbols.b
+	d.symbols(&w, int64(r.nsyms))
+	d.end()
+	if d.err != nil {
+		return nil, d.err
+	}
+	w.deriveSymbols()
+	return &w, nil
 }
 
-func (d *decoder) names(ix *Index) {
-	nnames := d.count()
+func (d *decoder) names(ix *Index, nnames int) {
+	if d.err != nil {
+		return
+	}
 	ix.names = make([]string, 0, nnames)
 	prev := ""
 	for i := range nnames {
@@ -88,11 +184,13 @@ func (d *decoder) names(ix *Index) {
 		if i > 0 && n <= prev {
 			d.fail("names out of order")
 		}
+		if d.err != nil {
+			return
+		}
 		prev = n
 		ix.names = append(ix.names, n)
 	}
 	ix.occs = d.lists(nnames)
-	ix.nOccs = int(d.uint())
 }
 
 func (d *decoder) symbols(ix *Index, nsyms int64) {
@@ -125,6 +223,13 @@ func (d *decoder) symbols(ix *Index, nsyms int64) {
 type decoder struct {
 	b   []byte
 	err error
+}
+
+// end fails unless every byte was read.
+func (d *decoder) end() {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
 }
 
 func (d *decoder) fail(msg string) {
@@ -208,7 +313,8 @@ func (d *decoder) lists(n int) lists {
 	if size != off {
 		d.fail("list sizes do not add up")
 	}
-	// A copy, so the file's buffer is not kept for the lists' sake.
+	// A copy, so the occurrences stay with the index whatever becomes of
+	// the file's mapping.
 	l.data = bytes.Clone(d.bytes(size))
 	if d.err != nil {
 		return lists{offs: []uint32{0}}

@@ -52,6 +52,7 @@ type Index struct {
 
 	gramKeys []uint32 // sorted
 	grams    lists    // file lists, parallel to gramKeys
+	gramSums []uint32 // a loaded index's checksum of each list (listSum); nil when built
 
 	names []string // sorted distinct identifiers
 	occs  lists    // occurrence lists, parallel to names
@@ -64,7 +65,9 @@ type Index struct {
 	symNames []string
 	unread   []uint32 // ids of files not in the text index: always candidates
 
-	lazy *lazy // shared by the copies WithWorkspace makes
+	lazy *lazy    // shared by the copies WithWorkspace makes
+	rest *rest    // a loaded index's names and symbols, until decoded (see whole); nil when built
+	hold *mapping // the file a loaded index reads in place, kept mapped while any copy is held
 
 	ws        *tools.Workspace // reads occurrence lines; nil after Load until WithWorkspace
 	diskBytes *atomic.Int64    // the saved size, once saved or loaded
@@ -126,6 +129,20 @@ func (ix *Index) Unindexed() (binary, huge, unreadable []string) {
 	return binary, huge, unreadable
 }
 
+// Paths returns every file the index lists, sorted, without their
+// symbols.
+func (ix *Index) Paths() []string {
+	out := make([]string, len(ix.files))
+	for id, f := range ix.files {
+		out[id] = f.path
+	}
+	return out
+}
+
+// FileCount is how many files the index lists: len(Files()), without
+// decoding a loaded index's symbols.
+func (ix *Index) FileCount() int { return len(ix.files) }
+
 // Stats describe an index's coverage and size.
 type Stats struct {
 	Commit      string
@@ -142,6 +159,9 @@ type Stats struct {
 // Stats returns the index's coverage and size.
 func (ix *Index) Stats() Stats {
 	s := Stats{Commit: ix.commit, Files: len(ix.files), Symbols: len(ix.syms), Names: len(ix.names), Occurrences: ix.nOccs, DiskBytes: ix.diskBytes.Load()}
+	if r := ix.rest; r != nil {
+		s.Symbols, s.Names, s.Occurrences = int(min(r.nsyms, 1<<40)), int(min(r.nnames, 1<<40)), int(min(r.nOccs, 1<<40))
+	}
 	for _, f := range ix.files {
 		if f.size >= 0 {
 			s.TextFiles++
@@ -164,17 +184,34 @@ func (ix *Index) WithWorkspace(ws *tools.Workspace) *Index {
 func (ix *Index) Commit() string { return ix.commit }
 
 // Note says what the index lacks, or "".
-func (ix *Index) Note() string { return ix.note }
+func (ix *Index) Note() string {
+	if ix.damage() != nil {
+		return "the saved code index of this commit is damaged: it has no symbols or references until it is built again"
+	}
+	return ix.note
+}
 
 // derive computes what is kept only in memory.
 func (ix *Index) derive() {
 	ix.lazy = &lazy{}
+	ix.deriveFiles()
+	ix.deriveSymbols()
+}
+
+// deriveFiles lists the files not in the text index.
+func (ix *Index) deriveFiles() {
 	ix.unread = nil
 	for id, f := range ix.files {
 		if f.size < 0 {
 			ix.unread = append(ix.unread, uint32(id))
 		}
-		for i := f.symStart; i < f.symEnd; i++ {
+	}
+}
+
+// deriveSymbols gives each symbol its path and sorts them by name.
+func (ix *Index) deriveSymbols() {
+	for _, f := range ix.files {
+		for i := f.symStart; i < f.symEnd && int(i) < len(ix.syms); i++ {
 			ix.syms[i].Path = f.path
 		}
 	}
@@ -241,7 +278,11 @@ func (ix *Index) Candidates(lits []string, fold bool) ([]string, bool) {
 			ls = nil
 			break
 		}
-		ls = append(ls, plist{ix.grams.get(i)})
+		b, ok := ix.gramList(i)
+		if !ok {
+			return nil, false // damaged: the caller scans
+		}
+		ls = append(ls, plist{b})
 	}
 	var ids []uint32
 	if len(ls) > 0 {
@@ -280,6 +321,7 @@ func (ix *Index) Candidates(lits []string, fold bool) ([]string, bool) {
 // Definitions returns the symbols named name, and for "Container.Name"
 // the members of that container; case-insensitively when fold is set.
 func (ix *Index) Definitions(name string, fold bool) []symbols.Symbol {
+	ix = ix.whole()
 	lookup, key := ix.named, name
 	if fold {
 		table := ix.folded()
@@ -322,13 +364,14 @@ func (ix *Index) folded() map[string][]int32 {
 
 // SymbolNames returns every distinct symbol name, sorted. The slice is
 // shared: do not change it.
-func (ix *Index) SymbolNames() []string { return ix.symNames }
+func (ix *Index) SymbolNames() []string { return ix.whole().symNames }
 
 // References returns where the identifier name occurs, definitions
 // marked, in path and line order. In Go files these are identifiers of the
 // code; in other files, word matches of the name (comments included). The
 // lines' text is read through the workspace when the index has one.
 func (ix *Index) References(name string) []symbols.Occurrence {
+	ix = ix.whole()
 	i, ok := slices.BinarySearch(ix.names, name)
 	if !ok {
 		return nil

@@ -12,6 +12,12 @@ import (
 // index and how long it is kept, this package how one is made.
 type Indexer struct {
 	Options Options
+	// CheckOnLoad checks every checksum of a saved index when it is
+	// loaded (Verify), so a damaged one is refused and built again rather
+	// than answering less. Without it, Load checks what every query reads
+	// and leaves the rest to first use: for a process that answers one
+	// call and should not read 50 MB to check what it never uses.
+	CheckOnLoad bool
 }
 
 // Build indexes ws at commit.
@@ -51,6 +57,11 @@ func (x Indexer) Load(path string, ws *tools.Workspace) (tools.CodeIndex, error)
 	ix, err := Load(path)
 	if err != nil {
 		return nil, err
+	}
+	if x.CheckOnLoad {
+		if err := ix.Verify(); err != nil {
+			return nil, fmt.Errorf("load index %s: %w", path, err)
+		}
 	}
 	return ix.WithWorkspace(ws), nil
 }

@@ -11,19 +11,60 @@ import (
 	"github.com/askrepo/askrepo/internal/symbols"
 )
 
-// The saved form: a magic line, a format version, the body, and a CRC-32
-// of all before it. The body holds what Build made and nothing derived:
-// files (paths front-coded), trigram keys and lists, identifier names and
-// occurrence lists, and the symbols (paths implied by their files, kinds
-// and languages as indices into small tables). Load checks the magic, the
-// version and the checksum before reading, and reads with bounds checks
-// throughout, so another version or a damaged file is an error, never a
-// panic or a huge allocation.
+// The saved form is read in place: Load maps the file (see mapFile) and
+// decodes only what every query needs, the file table, leaving the
+// trigram table where it lies and the identifiers and symbols until a
+// tool first asks for them. A search through a fresh process then pays
+// for the bytes it touches, not for the 50 MB of an index of Go's src/.
+//
+// Layout: the magic line, the format version (one byte), zeros up to a
+// multiple of 8, a table of contents (for each section its offset,
+// length and CRC-32, 24 bytes), the CRC-32 of all of that, then the
+// sections, each starting at a multiple of 8:
+//
+//	meta    commit, note, and the counts of files, symbols, names and occurrences
+//	files   paths front-coded, with size, symbol count and reference count
+//	keys    the trigrams, sorted, 4 bytes each (little-endian)
+//	offs    where each trigram's posting list starts and the last ends, 4 bytes each
+//	sums    each list's CRC-32 (of its key and its bytes), 4 bytes each
+//	lists   the posting lists
+//	names   identifier names front-coded, then their occurrence lists
+//	symbols kind and language tables, then each symbol
+//
+// Nothing is trusted before its checksum is checked: the header, meta,
+// files and keys at Load; a posting list when a query reads it (a list
+// that fails is not used: the search reads every file, as it does
+// without an index); names and symbols when first decoded (when they fail,
+// the index answers no symbols and its Note says it is damaged). Verify
+// checks everything at once. Reads are bounds-checked throughout, so
+// another version or a damaged file is an error, never a panic or a huge
+// allocation.
 
 const (
 	magic = "askrepo code index\n"
-	// formatVersion changes whenever the body's layout or meaning does.
-	formatVersion = 2
+	// formatVersion changes whenever the layout or meaning does.
+	formatVersion = 3
+)
+
+// The sections, in file order.
+const (
+	secMeta = iota
+	secFiles
+	secKeys
+	secOffs
+	secSums
+	secLists
+	secNames
+	secSymbols
+	nSections
+)
+
+// tocAt is where the table of contents starts; headerLen is the header's
+// length, its checksum included.
+const (
+	tocAt     = (len(magic) + 1 + 7) &^ 7
+	tocEntry  = 24
+	headerLen = tocAt + nSections*tocEntry + 4
 )
 
 // ErrFormat is wrapped by Load's errors about the file's content: another
@@ -31,9 +72,14 @@ const (
 var ErrFormat = errors.New("not a code index of this version")
 
 // Save writes the index to path atomically (a temporary file in the same
-// directory, renamed over path), readable only by its owner.
+// directory, renamed over path), readable only by its owner. A file once
+// saved is never written again, only replaced, so a mapping of it stays
+// valid.
 func (ix *Index) Save(path string) error {
-	data := ix.encode()
+	data, err := ix.encode()
+	if err != nil {
+		return fmt.Errorf("save index: %w", err)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".codeindex-*")
 	if err != nil {
 		return fmt.Errorf("save index: %w", err)
@@ -61,26 +107,40 @@ func (ix *Index) Save(path string) error {
 	return nil
 }
 
-// Load reads an index Save wrote. It has no workspace: see WithWorkspace.
+// Load opens an index Save wrote. It has no workspace: see WithWorkspace.
 func Load(path string) (*Index, error) {
-	data, err := os.ReadFile(path)
+	m, err := mapFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load index: %w", err)
 	}
-	ix, err := decode(data)
+	ix, err := decode(m.data)
 	if err != nil {
+		m.close()
 		return nil, fmt.Errorf("load index %s: %w", path, err)
 	}
+	ix.hold = m
 	return ix, nil
 }
 
-func (ix *Index) encode() []byte {
-	e := encoder{b: make([]byte, 0, len(ix.grams.data)+len(ix.occs.data)+64*len(ix.syms)+32*len(ix.files)+1024)}
-	e.b = append(e.b, magic...)
-	e.uint(formatVersion)
+// encode is the saved form of ix; an index loaded damaged cannot be.
+func (ix *Index) encode() ([]byte, error) {
+	w := ix.whole()
+	if err := ix.damage(); err != nil {
+		return nil, err
+	}
+	return w.encodeWhole(), nil
+}
+
+func (ix *Index) encodeWhole() []byte {
+	var secs [nSections][]byte
+	var e encoder
 	e.str(ix.commit)
 	e.str(ix.note)
 	e.uint(uint64(len(ix.files)))
+	e.uint(uint64(len(ix.syms)))
+	e.uint(uint64(len(ix.names)))
+	e.uint(uint64(ix.nOccs))
+	secs[secMeta] = e.take()
 	prev := ""
 	for _, f := range ix.files {
 		e.frontCoded(prev, f.path)
@@ -89,28 +149,66 @@ func (ix *Index) encode() []byte {
 		e.uint(uint64(f.symEnd - f.symStart))
 		e.uint(uint64(f.refs))
 	}
-	e.uint(uint64(len(ix.gramKeys)))
-	var last uint32
-	for _, k := range ix.gramKeys {
-		e.uint(uint64(k - last))
-		last = k
+	secs[secFiles] = e.take()
+	var keys, offs, sums []byte
+	for i, k := range ix.gramKeys {
+		keys = binary.LittleEndian.AppendUint32(keys, k)
+		offs = binary.LittleEndian.AppendUint32(offs, ix.grams.offs[i])
+		sums = binary.LittleEndian.AppendUint32(sums, listSum(k, ix.grams.get(i)))
 	}
-	e.lists(ix.grams)
-	e.uint(uint64(len(ix.names)))
+	offs = binary.LittleEndian.AppendUint32(offs, uint32(len(ix.grams.data)))
+	secs[secKeys], secs[secOffs], secs[secSums], secs[secLists] = keys, offs, sums, ix.grams.data
 	prev = ""
 	for _, n := range ix.names {
 		e.frontCoded(prev, n)
 		prev = n
 	}
 	e.lists(ix.occs)
-	e.uint(uint64(ix.nOccs))
+	secs[secNames] = e.take()
+	ix.encodeSymbols(&e)
+	secs[secSymbols] = e.take()
+	return layout(secs)
+}
+
+// layout writes the header and the sections after it.
+func layout(secs [nSections][]byte) []byte {
+	size := headerLen
+	for _, s := range secs {
+		size = (size+7)&^7 + len(s)
+	}
+	out := make([]byte, headerLen, size)
+	copy(out, magic)
+	out[len(magic)] = formatVersion
+	for i, s := range secs {
+		for len(out)%8 != 0 {
+			out = append(out, 0)
+		}
+		ent := out[tocAt+i*tocEntry:]
+		binary.LittleEndian.PutUint64(ent, uint64(len(out)))
+		binary.LittleEndian.PutUint64(ent[8:], uint64(len(s)))
+		binary.LittleEndian.PutUint32(ent[16:], crc32.ChecksumIEEE(s))
+		out = append(out, s...)
+	}
+	binary.LittleEndian.PutUint32(out[headerLen-4:], crc32.ChecksumIEEE(out[:headerLen-4]))
+	return out
+}
+
+// listSum is the checksum of one posting list, its key included, so a
+// list cannot pass for another trigram's.
+func listSum(key uint32, list []byte) uint32 {
+	var k [4]byte
+	binary.LittleEndian.PutUint32(k[:], key)
+	return crc32.Update(crc32.ChecksumIEEE(k[:]), crc32.IEEETable, list)
+}
+
+func (ix *Index) encodeSymbols(e *encoder) {
 	kinds, langs := table{}, table{}
 	for _, s := range ix.syms {
 		kinds.add(s.Kind)
 		langs.add(s.Lang)
 	}
-	kinds.write(&e)
-	langs.write(&e)
+	kinds.write(e)
+	langs.write(e)
 	for _, s := range ix.syms {
 		e.str(s.Name)
 		e.uint(uint64(kinds.idx[s.Kind]))
@@ -122,7 +220,6 @@ func (ix *Index) encode() []byte {
 		e.uint(uint64(max(s.EndLine-s.Line, 0)))
 		e.b = append(e.b, flagsOf(s))
 	}
-	return binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b))
 }
 
 func flagsOf(s symbols.Symbol) byte {
@@ -140,6 +237,13 @@ func flagsOf(s symbols.Symbol) byte {
 }
 
 type encoder struct{ b []byte }
+
+// take returns what was written and starts afresh.
+func (e *encoder) take() []byte {
+	b := e.b
+	e.b = nil
+	return b
+}
 
 func (e *encoder) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 

@@ -26,6 +26,7 @@ import (
 // use. The counts are worked out when the index is built (and saved with
 // it); the list is sorted on the first call and shared: do not change it.
 func (ix *Index) Files() []tools.FileSymbols {
+	ix = ix.whole()
 	l := ix.lazy
 	l.rankOnce.Do(func() {
 		out := make([]tools.FileSymbols, len(ix.files))

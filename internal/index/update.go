@@ -36,6 +36,11 @@ func Update(ctx context.Context, prev *Index, ws *tools.Workspace, commit string
 	if prev == nil || prev.note != r.note() {
 		return Build(ctx, ws, commit, opts)
 	}
+	// A loaded index is checked whole before anything is carried over.
+	if err := prev.Verify(); err != nil {
+		return nil, fmt.Errorf("index %s from %s: %w", shortCommit(commit), shortCommit(prev.commit), err)
+	}
+	prev = prev.whole()
 	paths, err := ws.Files(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", shortCommit(commit), err)

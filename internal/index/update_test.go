@@ -70,7 +70,7 @@ func TestUpdateEqualsBuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := build(t, workspace(t, r.Dir, step.opts), c, Options{})
-			if !bytes.Equal(got.encode(), want.encode()) {
+			if !bytes.Equal(encoded(t, got), encoded(t, want)) {
 				t.Errorf("Update differs from Build:\nupdate %+v\nbuild  %+v", got.Stats(), want.Stats())
 			}
 			var paths []string
@@ -112,7 +112,7 @@ func TestUpdateCtagsChanged(t *testing.T) {
 func TestUpdateRereadsUnreadable(t *testing.T) {
 	ws, head := wallRepo(t)
 	prev := build(t, ws, head, Options{})
-	want := prev.encode()
+	want := encoded(t, prev)
 	for i, f := range prev.files {
 		if f.path == "shop/client.go" {
 			prev.files[i].size = notRead
@@ -122,7 +122,7 @@ func TestUpdateRereadsUnreadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.encode(), want) {
+	if !bytes.Equal(encoded(t, got), want) {
 		t.Errorf("Update kept the unreadable file as it was: %+v", got.Stats())
 	}
 }

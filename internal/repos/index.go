@@ -298,6 +298,10 @@ func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
 	defer release()
 	start := time.Now()
 	idx, how, err := m.ix.make(ctx, r, ws, commit)
+	files := 0
+	if err == nil {
+		files = fileCount(idx)
+	}
 	log := m.log.With("repo", r.spec.Name, "commit", commit)
 	if err != nil && ctx.Err() != nil {
 		log.Info("code index build stopped", "reason", "shutting down")
@@ -309,7 +313,7 @@ func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
 		e.fails++
 	} else {
 		e.state, e.idx, e.built = IndexReady, idx, time.Now()
-		e.files = len(idx.Files())
+		e.files = files
 		x.base = e
 	}
 	close(x.settled)
@@ -323,6 +327,19 @@ func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
 	}
 	log.Info("code index ready", "how", how, "files", e.files, "duration", time.Since(start).Round(time.Millisecond).String())
 	m.ix.sweep(r)
+}
+
+// fileCounter is an index that can count its files without decoding its
+// symbols, which a saved index leaves until a tool asks for them
+// (index.Index.FileCount).
+type fileCounter interface{ FileCount() int }
+
+// fileCount is how many files idx lists.
+func fileCount(idx tools.CodeIndex) int {
+	if c, ok := idx.(fileCounter); ok {
+		return c.FileCount()
+	}
+	return len(idx.Files())
 }
 
 // ErrNoIndex is wrapped by WaitIndex when a repository gets no code index:

@@ -282,3 +282,28 @@ func TestSearchCodeWithALowerSizeLimitScans(t *testing.T) {
 	indexed := tools.NewSearchCode(ws, tools.Options{Search: small, Index: func() (tools.CodeIndex, string) { return idx, "" }})
 	searchBoth(t, plain, indexed, map[string]any{"pattern": "func", "literal": true})
 }
+
+// A file the index found binary is counted as skipped, as the scan counts
+// it, without being read again: here it has since been replaced on disk
+// by text holding the pattern, which the scan finds and the search
+// through the index does not read.
+func TestSearchCodeTakesTheIndexsWordOnBinaryFiles(t *testing.T) {
+	dir, commit := searchTree(t, "strings")
+	idx := buildIndex(t, dir, commit)
+	if binary, _, _ := idx.Unindexed(); !slices.Contains(binary, "odd/bin.dat") {
+		t.Fatalf("the index does not list odd/bin.dat as binary: %q", binary)
+	}
+	plain, indexed := newSearches(t, dir, idx)
+	if err := os.WriteFile(filepath.Join(dir, "odd/bin.dat"), []byte("Builder now text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := json.RawMessage(`{"pattern":"Builder","literal":true,"path":"odd"}`)
+	want, err := plain.Run(t.Context(), in)
+	if err != nil || !strings.HasPrefix(want.Text, "1 match in 1 file") {
+		t.Fatalf("the scan: %q, %v", want.Text, err)
+	}
+	got, err := indexed.Run(t.Context(), in)
+	if err != nil || !strings.Contains(got.Text, "Skipped 1 binary file") || strings.Contains(got.Text, "odd/bin.dat:") {
+		t.Errorf("through the index: %q, %v; want odd/bin.dat skipped as binary, unread", got.Text, err)
+	}
+}
