@@ -27,7 +27,7 @@ import (
 func runMCP(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, stdin io.Reader, stdout, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
 	cfg.Index = false
-	c, err := newCore(ctx, cfg, env, pathOnly, log, nil)
+	c, err := newCore(ctx, cfg, env, pathOnly, log, nil, false)
 	if err != nil {
 		return err
 	}

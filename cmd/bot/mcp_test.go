@@ -189,7 +189,7 @@ func newMCPWithoutTokens(t *testing.T) *mcp.Server {
 		t.Fatal(err)
 	}
 	cfg.Index = false
-	c, err := newCore(t.Context(), cfg, envMap(nil), false, slog.New(slog.DiscardHandler), nil)
+	c, err := newCore(t.Context(), cfg, envMap(nil), false, slog.New(slog.DiscardHandler), nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
