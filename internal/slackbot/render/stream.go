@@ -1,0 +1,69 @@
+package render
+
+import (
+	"strings"
+	"unicode/utf16"
+
+	"github.com/slack-go/slack"
+)
+
+// MaxStreamChars is what one streamed message holds: Slack's 12,000
+// characters of Markdown, across all its appends.
+const MaxStreamChars = maxMarkdownChars
+
+// EmptyAnswer stands in for an answer with no text.
+const EmptyAnswer = emptyAnswer
+
+// maxTaskField is Slack's limit on a task card's title, details and output.
+const maxTaskField = 256
+
+// TaskField is s on one line within a task card field's limit.
+func TaskField(s string) string {
+	return clipText(oneLine(s), maxTaskField)
+}
+
+// StreamEnd is what closes a streamed answer, under its text: the footer
+// and the feedback buttons.
+func StreamEnd(footer Footer, turnID string) []slack.Block {
+	var blocks []slack.Block
+	if ft := footer.text(); ft != "" {
+		blocks = append(blocks, slack.NewContextBlock(FooterBlockID, mrkdwnObject(clipText(ft, maxTextObjectChars))))
+	}
+	return append(blocks, Feedback(turnID))
+}
+
+// StopMessage is the message that carries a running turn's Stop button
+// where Slack's own stop control is not available; it is deleted when the
+// turn ends.
+func StopMessage(actionID, turnID string) Outgoing {
+	btn := slack.NewButtonBlockElement(actionID, turnID,
+		slack.NewTextBlockObject(slack.PlainTextType, "Stop", false, false)).WithStyle(slack.StyleDanger)
+	return Outgoing{Text: "Working on it…", Blocks: []slack.Block{slack.NewActionBlock(StopBlockID, btn)}}
+}
+
+// StreamLen is the length of s as Slack's limits count it.
+func StreamLen(s string) int { return textLen(s) }
+
+// CutStream splits text appended to a message that has room characters
+// left: head fits, at the last paragraph or line break within room when
+// there is one, and tail goes on in the next message.
+func CutStream(text string, room int) (head, tail string) {
+	if textLen(text) <= room {
+		return text, ""
+	}
+	end, n := 0, 0
+	for i, r := range text {
+		if n += max(utf16.RuneLen(r), 1); n > room {
+			end = i
+			break
+		}
+	}
+	cut := text[:end]
+	if i := strings.LastIndex(cut, "\n\n"); i > 0 {
+		return text[:i+2], text[i+2:]
+	}
+	if i := strings.LastIndex(cut, "\n"); i > 0 {
+		return text[:i+1], text[i+1:]
+	}
+	return cut, text[end:]
+}
