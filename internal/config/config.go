@@ -57,6 +57,7 @@ type Config struct {
 	Followups    string        // BOT_FOLLOWUPS: all | mention
 	AllowChannel []string      // BOT_ALLOW_CHANNELS
 	AllowUsers   []string      // BOT_ALLOW_USERS
+	SlackUI      SlackUI       // BOT_SLACK_UI, BOT_SLACK_TASKS
 }
 
 // Setting describes one variable: its name in the environment and in the
