@@ -79,6 +79,9 @@ func (b *Bot) receive(ctx context.Context, ea slackevents.EventsAPIEvent, retry 
 		in, why = fromMention(team, eventID, ev, b.self)
 	case *slackevents.MessageEvent:
 		in, why = fromMessage(team, eventID, ev, b.self)
+	case *slackevents.AgentSessionStoppedEvent:
+		b.sessionStopped(team, ev)
+		return queuedEvent{}, false
 	default:
 		why = ignoreOther
 	}

@@ -29,6 +29,7 @@ type metrics struct {
 	connected        prometheus.Gauge
 	compactions      prometheus.Counter
 	citations        *prometheus.CounterVec // in posted answers, by result: valid, flagged
+	*streamMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -68,10 +69,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Thread histories compacted between turns to stay under the context budget."),
 		citations: newCounterVec("citations_total",
 			"Code citations in posted answers, by result: valid (linked when the repo has a web view) or flagged (no such file, lines past the end).", "result"),
+		streamMetrics: newStreamMetrics(),
 	}
 	for _, c := range []prometheus.Collector{m.turns, m.toolCalls, m.toolSeconds, m.stepSeconds, m.tokens,
 		m.slackErrors, m.slackRateLimited, m.queueDepth, m.running, m.ackSeconds, m.ackFailures, m.unrecorded,
-		m.ignored, m.refused, m.connected, m.compactions, m.citations} {
+		m.ignored, m.refused, m.connected, m.compactions, m.citations,
+		m.streamMessages, m.streamAppends, m.streamFallbacks, m.streamFirstText} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

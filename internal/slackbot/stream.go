@@ -1,0 +1,423 @@
+package slackbot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/turn"
+
+	"github.com/askrepo/askrepo/internal/slackbot/render"
+)
+
+// streamPartPrefix marks a streamed message among a turn's recorded parts
+// (Store.AddPart): the message UI counts only the others as answer parts
+// already posted, and a restart closes these.
+const streamPartPrefix = "s:"
+
+// stream is the turn.Observer of one turn in the streamed UI: one
+// streamed message in the thread (more when the answer outgrows one, or
+// Slack closes it) holds the tool calls as task cards and the answer as
+// the model writes it. Chunks are queued as they come and a writer
+// goroutine sends them, coalesced to one chat.appendStream per
+// StreamInterval, so that a busy turn stays within the method's rate tier.
+type stream struct {
+	b      *Bot
+	in     inbound
+	turnID string
+	log    *slog.Logger
+	counts *turnCounts
+	text   *streamText
+
+	kick     chan struct{}
+	done     chan struct{}
+	finished chan struct{}
+	once     sync.Once
+
+	mu    sync.Mutex
+	queue []slack.StreamChunk // waiting for the writer, in order
+
+	// Owned by the writer (and by finish, after the writer ended).
+	ts     string // the message being streamed
+	msgLen int    // characters of Markdown in it
+	parts  int    // next part index in the store
+	broken error  // streaming failed for good: the answer goes out as messages
+	// unrecorded are streamed messages not yet in the turn's parts.
+	unrecorded []string
+	closed     bool // finish or close ended it
+}
+
+var _ turn.Observer = (*stream)(nil)
+
+// errStreamClosed is Slack's answer to an append to a message it no
+// longer streams: stopped, or open longer than it allows.
+const errStreamClosed = "message_not_in_streaming_state"
+
+// startStream starts the turn's streamed message, with note (if any) as
+// its first text. An error means nothing was shown: the turn falls back.
+func (b *Bot) startStream(ctx context.Context, in inbound, turnID string, parts int, note string, log *slog.Logger) (*stream, error) {
+	s := &stream{
+		b: b, in: in, turnID: turnID, log: log, parts: parts,
+		counts:   newTurnCounts(b),
+		kick:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		finished: make(chan struct{}),
+	}
+	s.text = newStreamText(s)
+	if err := s.open(ctx, note); err != nil {
+		return nil, err
+	}
+	go s.write()
+	return s, nil
+}
+
+// open starts a new streamed message in the thread and records it.
+func (s *stream) open(ctx context.Context, text string) error {
+	opts := []slack.MsgOption{
+		slack.MsgOptionTS(s.in.Key.Thread),
+		slack.MsgOptionTaskDisplayMode(slack.TaskDisplayMode(s.b.cfg.Tasks)),
+	}
+	if !s.in.IM {
+		// Outside a DM Slack requires whom the stream is for.
+		opts = append(opts, slack.MsgOptionRecipientUserID(s.in.User), slack.MsgOptionRecipientTeamID(s.team()))
+	}
+	if text != "" {
+		opts = append(opts, slack.MsgOptionMarkdownText(text))
+	}
+	var ts string
+	err := s.retry(ctx, "chat.startStream", func() (err error) {
+		_, ts, err = s.b.api.StartStreamContext(ctx, s.in.Key.Channel, opts...)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.ts, s.msgLen = ts, render.StreamLen(text)
+	s.b.metrics.streamMessages.Inc()
+	s.unrecorded = append(s.unrecorded, ts)
+	s.record(ctx)
+	return nil
+}
+
+// record writes the streamed messages not yet in the store to the turn's
+// parts, for a restart to close them. The first is started before the
+// runner stores the turn; it is recorded at the first flush after.
+func (s *stream) record(ctx context.Context) {
+	for len(s.unrecorded) > 0 {
+		// Its own deadline: the message is out, and a restart must find
+		// it to close it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err := s.b.cfg.Store.AddPart(rctx, s.turnID, s.parts, streamPartPrefix+s.unrecorded[0])
+		cancel()
+		if errors.Is(err, session.ErrNotFound) {
+			return // not stored yet
+		}
+		if err != nil {
+			s.log.Warn("record a streamed message; a restart may leave it open", "ts", s.unrecorded[0], "err", err)
+		}
+		s.unrecorded = s.unrecorded[1:]
+		s.parts++
+	}
+}
+
+func (s *stream) team() string {
+	if s.in.Key.Team != "" {
+		return s.in.Key.Team
+	}
+	return s.b.self.TeamID
+}
+
+// retry makes one Slack call, waiting out rate limits: Slack did not act
+// on a call it answered 429, so sending it again shows nothing twice.
+func (s *stream) retry(ctx context.Context, method string, call func() error) error {
+	for {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		wait, limited := s.b.poster.rateLimited(err)
+		if !limited {
+			s.b.metrics.slackErrors.WithLabelValues(method).Inc()
+			return fmt.Errorf("%s in %s: %w", method, s.in.Key.Channel, err)
+		}
+		s.b.metrics.slackRateLimited.WithLabelValues(method).Inc()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s in %s: %w", method, s.in.Key.Channel, ctx.Err())
+		}
+	}
+}
+
+func (s *stream) ToolStarted(c turn.Call) {
+	s.counts.toolStarted()
+	// What the model wrote before asking for tools was not the answer:
+	// it stays shown as it is, and the answer starts afresh.
+	s.text.endStep(c.Step)
+	task := slack.NewTaskUpdateChunk(c.ID, render.TaskField(c.Name+" "+c.Brief))
+	task.Status = slack.TaskCardStatusInProgress
+	s.push(task)
+}
+
+func (s *stream) ToolDone(c turn.Call) {
+	s.counts.toolDone(c)
+	task := slack.NewTaskUpdateChunk(c.ID, render.TaskField(c.Name+" "+c.Brief))
+	task.Status = slack.TaskCardStatusComplete
+	if c.Failed {
+		task.Status = slack.TaskCardStatusError
+	}
+	task.Details = render.TaskField(c.Summary)
+	if c.Link != "" {
+		task.Sources = []slack.TaskCardSource{slack.NewTaskCardSource(c.Link, render.TaskField(c.Brief))}
+	}
+	s.push(task)
+}
+
+func (s *stream) StepDone(st turn.Step) { s.counts.stepDone(st) }
+
+func (s *stream) push(c slack.StreamChunk) {
+	s.mu.Lock()
+	s.queue = append(s.queue, c)
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *stream) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *stream) write() {
+	defer close(s.finished)
+	for {
+		select {
+		case <-s.kick:
+		case <-s.done:
+			s.flush()
+			return
+		}
+		s.flush()
+		t := time.NewTimer(s.b.cfg.StreamInterval)
+		select {
+		case <-t.C:
+		case <-s.done:
+			t.Stop()
+			s.flush()
+			return
+		}
+	}
+}
+
+// slackCtx bounds the stream's calls: they outlive a Stop or a timeout,
+// since the thread must end up right, but not the grace after a shutdown.
+func (s *stream) slackCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.b.slackCtx, time.Minute)
+}
+
+// flush sends what is queued, with the text verified so far.
+func (s *stream) flush() {
+	s.record(s.b.slackCtx)
+	s.text.advance()
+	s.mu.Lock()
+	q := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	if len(q) > 0 {
+		ctx, cancel := s.slackCtx()
+		defer cancel()
+		s.send(ctx, q)
+	}
+}
+
+// send appends chunks to the message, moving on to a new message when its
+// Markdown would pass what one holds or Slack closed it.
+func (s *stream) send(ctx context.Context, chunks []slack.StreamChunk) {
+	var batch []slack.StreamChunk
+	batchLen := 0
+	for _, c := range coalesce(chunks) {
+		md, ok := c.(slack.MarkdownTextChunk)
+		if !ok {
+			batch = append(batch, c)
+			continue
+		}
+		text := md.Text
+		for text != "" && s.broken == nil {
+			head, tail := render.CutStream(text, render.MaxStreamChars-s.msgLen-batchLen)
+			if head != "" {
+				batch = append(batch, slack.NewMarkdownTextChunk(head))
+				batchLen += render.StreamLen(head)
+			}
+			if tail == "" {
+				break
+			}
+			// The message is full: what fits goes to it, the rest to the next.
+			s.appendBatch(ctx, batch, batchLen)
+			batch, batchLen = nil, 0
+			s.rollover(ctx, true)
+			text = tail
+		}
+	}
+	s.appendBatch(ctx, batch, batchLen)
+}
+
+// coalesce joins neighbouring text chunks, so that an append carries one.
+func coalesce(chunks []slack.StreamChunk) []slack.StreamChunk {
+	var out []slack.StreamChunk
+	for _, c := range chunks {
+		if md, ok := c.(slack.MarkdownTextChunk); ok && len(out) > 0 {
+			if prev, ok := out[len(out)-1].(slack.MarkdownTextChunk); ok {
+				out[len(out)-1] = slack.NewMarkdownTextChunk(prev.Text + md.Text)
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (s *stream) appendBatch(ctx context.Context, batch []slack.StreamChunk, n int) {
+	if len(batch) == 0 || s.broken != nil {
+		return
+	}
+	for attempt := 0; ; attempt++ {
+		err := s.retry(ctx, "chat.appendStream", func() error {
+			_, _, err := s.b.api.AppendStreamContext(ctx, s.in.Key.Channel, s.ts, slack.MsgOptionChunks(batch...))
+			return err
+		})
+		if err == nil {
+			s.msgLen += n
+			s.b.metrics.streamAppends.Inc()
+			return
+		}
+		if slackCode(err) == errStreamClosed && attempt == 0 && s.rollover(ctx, false) {
+			// Slack closed the message on its own (its time limit, or a
+			// stop): nothing of this batch was shown; it goes to the next.
+			continue
+		}
+		s.fail(err)
+		return
+	}
+}
+
+// rollover closes the message (when Slack has not) and opens the next,
+// reporting whether there is one.
+func (s *stream) rollover(ctx context.Context, close bool) bool {
+	if s.broken != nil || errors.Is(context.Cause(ctx), context.Canceled) {
+		return false
+	}
+	if close {
+		s.stop(ctx, nil)
+	}
+	if err := s.open(ctx, ""); err != nil {
+		s.fail(err)
+		return false
+	}
+	return true
+}
+
+// stop ends the current message with blocks under its text. A message
+// Slack already closed shows what it was sent; the error says so.
+func (s *stream) stop(ctx context.Context, blocks []slack.Block) error {
+	var opts []slack.MsgOption
+	if len(blocks) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(blocks...))
+	}
+	err := s.retry(ctx, "chat.stopStream", func() error {
+		_, _, err := s.b.api.StopStreamContext(ctx, s.in.Key.Channel, s.ts, opts...)
+		return err
+	})
+	if err != nil && slackCode(err) != errStreamClosed {
+		s.log.Warn("stop a streamed message", "ts", s.ts, "err", err)
+	}
+	return err
+}
+
+func (s *stream) fail(err error) {
+	if s.broken == nil {
+		s.broken = err
+		s.log.Warn("streaming broke off; the answer goes out as messages", "err", err)
+	}
+}
+
+// end stops the writer after its last flush.
+func (s *stream) end() {
+	s.once.Do(func() { close(s.done) })
+	<-s.finished
+}
+
+// finish sends the rest of the answer and closes the stream with the
+// footer and the feedback buttons. It reports false when streaming broke
+// off, for the answer to go out as messages.
+func (s *stream) finish(answer string, footer render.Footer, home []string) bool {
+	if s.closed {
+		return false
+	}
+	s.closed = true
+	s.end()
+	ctx, cancel := s.slackCtx()
+	defer cancel()
+	if rest := s.text.rest(answer, home); rest != "" {
+		s.send(ctx, []slack.StreamChunk{slack.NewMarkdownTextChunk(rest)})
+	}
+	if s.broken != nil {
+		s.stop(ctx, nil)
+		return false
+	}
+	// A failure here costs the footer, not the answer: it is shown, and
+	// posting it again would double it.
+	end := render.StreamEnd(footer, s.turnID)
+	if err := s.stop(ctx, end); slackCode(err) == errStreamClosed && s.rollover(ctx, false) {
+		// Slack closed it after the last text: the footer and the
+		// buttons go under the answer in a message of their own.
+		s.stop(ctx, end)
+	}
+	return true
+}
+
+// close ends a turn that has no answer: what was streamed stays, and the
+// thread hears why in a message, as in the message UI.
+func (s *stream) close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.end()
+	ctx, cancel := s.slackCtx()
+	defer cancel()
+	s.stop(ctx, nil)
+}
+
+// slackCode is Slack's error code in err, "" for other errors.
+func slackCode(err error) string {
+	if se, ok := errors.AsType[slack.SlackErrorResponse](err); ok {
+		return se.Err
+	}
+	if sc, ok := errors.AsType[slack.StatusCodeError](err); ok && sc.Code == 404 {
+		return "unknown_method"
+	}
+	return ""
+}
+
+// streamParts splits a turn's recorded parts into the answer messages
+// posted and the streamed messages started.
+func streamParts(parts []string) (posted int, streams []string) {
+	for _, p := range parts {
+		if ts, ok := strings.CutPrefix(p, streamPartPrefix); ok {
+			streams = append(streams, ts)
+			continue
+		}
+		posted++
+	}
+	return posted, streams
+}
