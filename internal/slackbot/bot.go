@@ -53,6 +53,7 @@ type Bot struct {
 	// fallbacks are the workspaces where streaming or agent sessions
 	// were refused, for a while.
 	fallbacks fallbacks
+	paces     appendPace
 
 	// statusOff is set once assistant.threads.setStatus is refused for a
 	// reason that will not change (scope, method unknown), to stop asking.

@@ -158,11 +158,13 @@ type Config struct {
 	// (default) or TasksPlan. StreamInterval spaces a stream's appends
 	// (default DefaultStreamInterval); StreamFallback is how long a
 	// workspace that refused streaming gets messages in auto (default
-	// DefaultStreamFallback).
-	UI             string
-	Tasks          string
-	StreamInterval time.Duration
-	StreamFallback time.Duration
+	// DefaultStreamFallback). AppendsPerMinute paces chat.appendStream
+	// across a workspace's streams (default 90, under Tier 4's 100).
+	UI               string
+	Tasks            string
+	StreamInterval   time.Duration
+	StreamFallback   time.Duration
+	AppendsPerMinute int
 
 	// CrashAt, for tests of crash recovery only, is called at the points
 	// named by the Crash* constants; the test binary kills itself there.
@@ -221,7 +223,7 @@ func checkConfig(cfg Config) []error {
 	default:
 		errs = append(errs, fmt.Errorf("task display %q is unknown; use %q or %q", cfg.Tasks, TasksTimeline, TasksPlan))
 	}
-	if cfg.StreamInterval < 0 || cfg.StreamFallback < 0 {
+	if cfg.StreamInterval < 0 || cfg.StreamFallback < 0 || cfg.AppendsPerMinute < 0 {
 		errs = append(errs, errors.New("stream intervals must not be negative"))
 	}
 	if cfg.MaxConcurrent < 0 || cfg.TurnTimeout < 0 || cfg.DrainTimeout < 0 || cfg.DedupeTTL < 0 || cfg.ProgressInterval < 0 || cfg.AckTimeout < 0 || cfg.PingInterval < 0 ||
@@ -248,6 +250,7 @@ func withDefaults(cfg Config) Config {
 	cfg.Tasks = orDefault(cfg.Tasks, TasksTimeline)
 	cfg.StreamInterval = orDefault(cfg.StreamInterval, DefaultStreamInterval)
 	cfg.StreamFallback = orDefault(cfg.StreamFallback, DefaultStreamFallback)
+	cfg.AppendsPerMinute = orDefault(cfg.AppendsPerMinute, DefaultAppendsPerMinute)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -37,6 +37,7 @@ type stream struct {
 	text   *streamText
 
 	kick     chan struct{}
+	urgent   chan struct{} // cuts the writer's wait short, once
 	done     chan struct{}
 	finished chan struct{}
 	once     sync.Once
@@ -67,6 +68,7 @@ func (b *Bot) startStream(ctx context.Context, in inbound, turnID string, parts 
 		b: b, in: in, turnID: turnID, log: log, parts: parts,
 		counts:   newTurnCounts(b),
 		kick:     make(chan struct{}, 1),
+		urgent:   make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		finished: make(chan struct{}),
 	}
@@ -191,6 +193,16 @@ func (s *stream) push(c slack.StreamChunk) {
 	s.poke()
 }
 
+// hurry has the writer send now rather than at the end of its interval:
+// for the answer's first text, which the asker is waiting for.
+func (s *stream) hurry() {
+	select {
+	case s.urgent <- struct{}{}:
+	default:
+	}
+	s.poke()
+}
+
 func (s *stream) poke() {
 	select {
 	case s.kick <- struct{}{}:
@@ -211,6 +223,8 @@ func (s *stream) write() {
 		t := time.NewTimer(s.b.cfg.StreamInterval)
 		select {
 		case <-t.C:
+		case <-s.urgent:
+			t.Stop()
 		case <-s.done:
 			t.Stop()
 			s.flush()
@@ -290,14 +304,21 @@ func (s *stream) appendBatch(ctx context.Context, batch []slack.StreamChunk, n i
 	if len(batch) == 0 || s.broken != nil {
 		return
 	}
+	pace := s.b.paces.bucket(s.team(), s.b.cfg.AppendsPerMinute)
 	for attempt := 0; ; attempt++ {
 		err := s.retry(ctx, "chat.appendStream", func() error {
+			if err := pace.wait(ctx); err != nil {
+				return err
+			}
 			_, _, err := s.b.api.AppendStreamContext(ctx, s.in.Key.Channel, s.ts, slack.MsgOptionChunks(batch...))
 			return err
 		})
 		if err == nil {
 			s.msgLen += n
 			s.b.metrics.streamAppends.Inc()
+			if n > 0 {
+				s.text.appended()
+			}
 			return
 		}
 		if slackCode(err) == errStreamClosed && attempt == 0 && s.rollover(ctx, false) {

@@ -44,8 +44,10 @@ type streamText struct {
 	any      bool   // some text was queued in this turn
 	diverged bool   // the step's text no longer extends what was shown
 	// first is when the first text of the turn was heard, for the figure
-	// of the bot's own delay until it is appended.
-	first time.Time
+	// of the bot's own delay until it is appended; timed once it is.
+	first   time.Time
+	timed   bool
+	hurried bool // the writer was told not to wait for the first text
 }
 
 func newStreamText(s *stream) *streamText {
@@ -72,8 +74,28 @@ func (t *streamText) heard(attempt int, text string) {
 		t.attempt, t.raw = attempt, ""
 	}
 	t.raw += text
+	first := !t.any && !t.hurried && breakAt(t.raw) > 0
+	t.hurried = t.hurried || first
 	t.mu.Unlock()
+	if first {
+		// The first text the asker can read goes out at once; the rest
+		// is coalesced.
+		t.s.hurry()
+		return
+	}
 	t.s.poke()
+}
+
+// appended is told that text reached Slack: the first time, the delay
+// since the first text was heard is observed.
+func (t *streamText) appended() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timed || t.first.IsZero() {
+		return
+	}
+	t.timed = true
+	t.s.b.metrics.streamFirstText.Observe(time.Since(t.first).Seconds())
 }
 
 // endStep shows the rest of the text of a step that asked for tools, once,

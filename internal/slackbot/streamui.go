@@ -37,10 +37,35 @@ const (
 	// is a Tier 4 method (100+ a minute per workspace), and one a second
 	// keeps even a few answers streaming at once within it.
 	DefaultStreamInterval = time.Second
+	// DefaultAppendsPerMinute is the pace of chat.appendStream calls
+	// across a workspace's streams: under Tier 4's 100 a minute, with room
+	// for a retry. More answers at once each append less often, with more
+	// text.
+	DefaultAppendsPerMinute = 90
 	// DefaultStreamFallback is how long a workspace that refused streaming
 	// gets messages before streaming is tried there again.
 	DefaultStreamFallback = time.Hour
 )
+
+// appendPace is the token bucket of each workspace's appends.
+type appendPace struct {
+	mu sync.Mutex
+	by map[string]*bucket
+}
+
+func (p *appendPace) bucket(team string, perMinute int) *bucket {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.by == nil {
+		p.by = map[string]*bucket{}
+	}
+	b := p.by[team]
+	if b == nil {
+		b = &bucket{every: time.Minute / time.Duration(perMinute), burst: 3, tokens: 3, last: time.Now()}
+		p.by[team] = b
+	}
+	return b
+}
 
 // refusals are Slack's answers that say a workspace will not stream (or
 // run agent sessions) now, whatever the call carries: retrying each turn
