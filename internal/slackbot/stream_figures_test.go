@@ -2,7 +2,6 @@ package slackbot
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -45,19 +44,11 @@ func TestSlackCallsPerTurnByUI(t *testing.T) {
 			h.mention("C1", "what does this repo do?", "")
 			h.waitTurns(1)
 			calls := h.slack.Snapshot().Calls[before:]
-			by := map[string]int{}
-			for _, c := range calls {
-				by[c.Method]++
-			}
-			var parts []string
-			for m, k := range by {
-				parts = append(parts, fmt.Sprintf("%s %d", m, k))
-			}
-			sort.Strings(parts)
+			by, list := callsByMethod(calls)
 			if by["chat.postMessage"] != tt.posts {
 				t.Errorf("chat.postMessage %d, want %d", by["chat.postMessage"], tt.posts)
 			}
-			t.Logf("%s: %d Web API calls: %s", tt.name, len(calls), strings.Join(parts, ", "))
+			t.Logf("%s: %d Web API calls: %s", tt.name, len(calls), list)
 		})
 	}
 }
