@@ -1,0 +1,165 @@
+package slackbot
+
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+)
+
+// A stop of an agent session reaches only the turn of that session, and
+// only from someone who may ask.
+func TestStreamSessionStopIgnoresOthers(t *testing.T) {
+	tests := []struct {
+		name         string
+		cfg          func(*Config)
+		user, thread string // thread "" is the turn's
+	}{
+		{"user not allowed", func(c *Config) { c.AllowUsers = []string{"U1"} }, "U9", ""},
+		{"another thread", nil, "U1", "1700000099.000100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hold := newGate()
+			t.Cleanup(hold.open)
+			h := newHarness(t, streamed(heldAnswer(hold), tt.cfg))
+			root := h.mention("C1", "a long question", "")
+			waitCards(t, h, root, 2)
+			thread := tt.thread
+			if thread == "" {
+				thread = root
+			}
+			env := h.slack.AgentSessionStopped("C1", thread, tt.user)
+			if _, err := h.slack.WaitAck(h.ctx(), env); err != nil {
+				t.Fatal(err)
+			}
+			hold.open()
+			if lines := h.waitTurns(1); lines[0]["outcome"] != outcomeAnswered {
+				t.Fatalf("outcome %v, want answered", lines[0]["outcome"])
+			}
+		})
+	}
+}
+
+func TestStreamAppendRateLimited(t *testing.T) {
+	h := newHarness(t, streamed(readThenAnswer, nil))
+	h.slack.FailNext("chat.appendStream", slacktest.RateLimited(time.Millisecond))
+	root := h.mention("C1", "q", "")
+	h.waitTurns(1)
+	m := streams(h.slack.Snapshot(), root)[0]
+	if len(m.Tasks()) != 2 || m.MarkdownText != "**Answer** to: q" {
+		t.Fatalf("after a 429: cards %+v, text %q; want nothing lost", m.Tasks(), m.MarkdownText)
+	}
+	if !strings.Contains(h.metrics(), `askrepo_slack_api_ratelimited_total{method="chat.appendStream"} 1`) {
+		t.Errorf("429 not counted:\n%s", grepLines(h.metrics(), "ratelimited"))
+	}
+}
+
+// What the model writes before asking for tools stays, before their cards;
+// the answer follows it, apart.
+func TestStreamNarrationThenAnswer(t *testing.T) {
+	script := func(r llmtest.Request) llmtest.Reply {
+		rep := readThenAnswer(r)
+		if r.Last().Role != "tool" {
+			rep.Content = "Let me read `README.md:1`."
+		}
+		return rep
+	}
+	h := newHarness(t, streamed(script, nil))
+	root := h.mention("C1", "q", "")
+	h.waitTurns(1)
+	m := streams(h.slack.Snapshot(), root)[0]
+	if want := "Let me read `README.md:1`.\n\n**Answer** to: q"; m.MarkdownText != want {
+		t.Fatalf("text %q, want %q", m.MarkdownText, want)
+	}
+	if first, _ := m.Chunks[0]["type"].(string); first != "markdown_text" {
+		t.Errorf("first chunk %q, want the text written before the calls", first)
+	}
+}
+
+// A model stream that breaks halfway is asked again; the text it had
+// shown is not shown twice.
+func TestStreamModelRetryShowsTextOnce(t *testing.T) {
+	var answers atomic.Int32
+	script := func(r llmtest.Request) llmtest.Reply {
+		rep := readThenAnswer(r)
+		if r.Last().Role == "tool" {
+			rep.Content = "Para one.\n\nPara two."
+			if answers.Add(1) == 1 {
+				rep = llmtest.Reply{Content: "Para one.\n\nPara tw", Cut: true}
+			}
+		}
+		return rep
+	}
+	h := newHarness(t, streamed(script, nil))
+	root := h.mention("C1", "q", "")
+	if lines := h.waitTurns(1); lines[0]["outcome"] != outcomeAnswered {
+		t.Fatalf("outcome %v", lines[0]["outcome"])
+	}
+	if got := streamedText(streams(h.slack.Snapshot(), root)); got != "Para one.\n\nPara two." {
+		t.Fatalf("streamed %q", got)
+	}
+}
+
+func TestStreamPlanModeInDM(t *testing.T) {
+	h := newHarness(t, streamed(readThenAnswer, func(c *Config) { c.Tasks = TasksPlan }))
+	root := h.slack.NextTS()
+	h.slack.SendEvent(slacktest.UserMessage("D1", "im", "U1", "what is here?", root, ""))
+	h.waitTurns(1)
+	st := h.slack.Snapshot()
+	var m slacktest.Message
+	for _, x := range st.BotMessages("D1", root, slacktest.DefaultBotID) {
+		if x.Via == "chat.startStream" {
+			m = x
+		}
+	}
+	if m.TaskDisplayMode != TasksPlan || m.Recipient != "" || len(m.Tasks()) != 2 {
+		t.Fatalf("DM stream: mode %q, recipient %q, %d cards", m.TaskDisplayMode, m.Recipient, len(m.Tasks()))
+	}
+}
+
+// A stream Slack refuses to append to for good still answers: as messages,
+// once.
+func TestStreamBrokenAnswersAsMessages(t *testing.T) {
+	h := newHarness(t, streamed(readThenAnswer, nil))
+	h.slack.FailAlways("chat.appendStream", slacktest.SlackError("invalid_chunks"))
+	root := h.mention("C1", "q", "")
+	if lines := h.waitTurns(1); lines[0]["outcome"] != outcomeAnswered {
+		t.Fatalf("outcome %v", lines[0]["outcome"])
+	}
+	st := h.slack.Snapshot()
+	if a := answers(st.BotMessages("C1", root, slacktest.DefaultBotID)); len(a) != 1 || !strings.Contains(a[0].AllText(), "**Answer** to: q") {
+		t.Fatalf("answers %q, want one, posted", allTexts(a))
+	}
+	if ms := streams(st, root); len(ms) != 1 || ms[0].Streaming {
+		t.Errorf("the broken stream is left open")
+	}
+}
+
+// A turn that fails closes its stream and says why, as in the message UI.
+func TestStreamFailedTurn(t *testing.T) {
+	script := func(r llmtest.Request) llmtest.Reply {
+		if r.Last().Role == "tool" {
+			return llmtest.Error(400, "context length exceeded")
+		}
+		return readThenAnswer(r)
+	}
+	h := newHarness(t, streamed(script, nil))
+	root := h.mention("C1", "q", "")
+	if lines := h.waitTurns(1); lines[0]["outcome"] == outcomeAnswered {
+		t.Fatal("a failed turn answered")
+	}
+	st := h.slack.Snapshot()
+	ms := streams(st, root)
+	if len(ms) != 1 || ms[0].Streaming {
+		t.Fatalf("stream left open after a failure")
+	}
+	bot := st.BotMessages("C1", root, slacktest.DefaultBotID)
+	if !slices.ContainsFunc(bot, func(m slacktest.Message) bool { return strings.Contains(m.Text, "ref:") }) {
+		t.Errorf("no failure sentence with a reference: %q", allTexts(bot))
+	}
+}
