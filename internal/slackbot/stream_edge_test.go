@@ -163,3 +163,21 @@ func TestStreamFailedTurn(t *testing.T) {
 		t.Errorf("no failure sentence with a reference: %q", allTexts(bot))
 	}
 }
+
+// A session stop delivered to the replica not running the turn reaches it
+// through the store.
+func TestStreamSessionStopOnTheOtherReplica(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	p := newReplicaPair(t, heldAnswer(hold), func(_ string, c *Config) { c.UI = UIStream })
+	root := p.mention(t, p.connA, "C1", "a long question")
+	m := waitCards(t, p.a, root, 2)
+	p.a.slack.CloseStream("C1", m.TS) // Slack halts the stream it names
+	p.send(t, p.connB, slacktest.SessionStopped("C1", root, "U7", m.TS))
+	if lines := p.a.waitTurns(1); lines[0]["outcome"] != outcomeStopped {
+		t.Fatalf("outcome %v, want stopped", lines[0]["outcome"])
+	}
+	if n := len(p.b.logLines("stop clicked for a turn running on another replica; passed on")); n != 1 {
+		t.Errorf("replica b passed %d stops on, want 1", n)
+	}
+}

@@ -261,14 +261,22 @@ func (s *Server) setSessionStatus(c *Call) (map[string]any, apiError) {
 	return map[string]any{"status": st.Status, "agent_status": st.Status}, ""
 }
 
-// AgentSessionStopped sends what Slack sends when user presses the stop
-// control of the agent session in channel's thread threadTS, with the
-// streams it halted. It returns the envelope ID.
-func (s *Server) AgentSessionStopped(channel, threadTS, user string, streams ...string) string {
-	fields := map[string]any{"channel": channel, "thread_ts": threadTS, "user": user, "event_ts": threadTS}
-	if len(streams) > 0 {
-		fields["streaming_message_ts"] = streams
+// SessionStopped is the agent_session_stopped event Slack sends when user
+// presses the stop control of the agent session in channel's thread
+// threadTS, with the streams it halted.
+func SessionStopped(channel, threadTS, user string, streams ...string) Event {
+	if streams == nil {
+		streams = []string{} // Slack sends an empty list when no stream was active
 	}
+	return InnerEvent("agent_session_stopped", map[string]any{
+		"channel": channel, "thread_ts": threadTS, "user": user, "event_ts": threadTS, "streaming_message_ts": streams,
+	})
+}
+
+// AgentSessionStopped does what Slack does when user presses the stop
+// control of the agent session in channel's thread threadTS: it halts
+// the streams and sends SessionStopped. It returns the envelope ID.
+func (s *Server) AgentSessionStopped(channel, threadTS, user string, streams ...string) string {
 	s.mu.Lock()
 	for i := range s.st.Messages {
 		if m := &s.st.Messages[i]; m.Channel == channel && slices.Contains(streams, m.TS) {
@@ -277,5 +285,5 @@ func (s *Server) AgentSessionStopped(channel, threadTS, user string, streams ...
 	}
 	s.notifyLocked()
 	s.mu.Unlock()
-	return s.SendEvent(InnerEvent("agent_session_stopped", fields))
+	return s.SendEvent(SessionStopped(channel, threadTS, user, streams...))
 }
