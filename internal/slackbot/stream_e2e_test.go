@@ -219,25 +219,65 @@ func TestStreamClosedBySlackMidAnswer(t *testing.T) {
 }
 
 func TestStreamFallbackToMessages(t *testing.T) {
-	h := newHarness(t, harnessOpts{stream: true, cfg: func(c *Config) { c.UI = UIAuto }})
-	h.slack.FailAlways("chat.startStream", slacktest.SlackError("feature_not_enabled"))
-	for i, q := range []string{"first", "second"} {
-		root := h.mention("C1", q, "")
-		h.waitTurns(i + 1)
-		msgs := h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
-		if a := answers(msgs); len(a) != 1 || !strings.Contains(a[0].AllText(), "Answer") {
-			t.Fatalf("question %q: answers %q, want one, as a message", q, allTexts(msgs))
-		}
+	tests := []struct {
+		ui     string
+		starts int // chat.startStream calls for two questions
+		logs   int
+	}{
+		// auto falls back for the workspace, and says so once.
+		{UIAuto, 1, 1},
+		// stream tries every turn; each still answers.
+		{UIStream, 2, 0},
 	}
+	for _, tt := range tests {
+		t.Run(tt.ui, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{stream: true, cfg: func(c *Config) { c.UI = tt.ui }})
+			h.slack.FailAlways("chat.startStream", slacktest.SlackError("feature_not_enabled"))
+			for i, q := range []string{"first", "second"} {
+				root := h.mention("C1", q, "")
+				h.waitTurns(i + 1)
+				msgs := h.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID)
+				if a := answers(msgs); len(a) != 1 || !strings.Contains(a[0].AllText(), "Answer") {
+					t.Fatalf("question %q: answers %q, want one, as a message", q, allTexts(msgs))
+				}
+			}
+			st := h.slack.Snapshot()
+			if n := len(st.CallsTo("chat.startStream")); n != tt.starts {
+				t.Errorf("%d chat.startStream calls, want %d", n, tt.starts)
+			}
+			if n := len(h.logLines("Slack refused a streamed answer; answering as messages in this workspace for a while")); n != tt.logs {
+				t.Errorf("fallback logged %d times, want %d", n, tt.logs)
+			}
+			want := fmt.Sprintf(`askrepo_stream_fallbacks_total{reason="feature_not_enabled"} %d`, tt.starts)
+			if !strings.Contains(h.metrics(), want) {
+				t.Errorf("fallbacks not counted, want %s:\n%s", want, grepLines(h.metrics(), "stream_fallbacks"))
+			}
+		})
+	}
+}
+
+// A turn a restart cut after its answer was stored, streamed before the
+// cut, and recovered by a process in the message UI: the streamed message
+// is closed and the answer posted, not taken for a part already posted.
+func TestStreamedTurnRecoveredAsMessages(t *testing.T) {
+	srv, store := restartWorld(t)
+	key := cutTurn(t, srv, store, "what is this", session.TurnRunning, true)
+	_, old, err := srv.Client().StartStreamContext(t.Context(), "C1", slack.MsgOptionTS(key.Thread),
+		slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID(key.Team))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.AddPart(t.Context(), "cut1", 0, streamPartPrefix+old); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOpts{slack: srv, store: store})
+	h.waitTurns(1)
 	st := h.slack.Snapshot()
-	if n := len(st.CallsTo("chat.startStream")); n != 1 {
-		t.Errorf("%d chat.startStream calls, want 1: the workspace falls back for a while", n)
+	if m, _ := st.Message("C1", old); m.Streaming {
+		t.Error("the half-streamed message is left spinning")
 	}
-	if n := len(h.logLines("Slack refused a streamed answer; answering as messages in this workspace for a while")); n != 1 {
-		t.Errorf("fallback logged %d times, want once", n)
-	}
-	if !strings.Contains(h.metrics(), `askrepo_stream_fallbacks_total{reason="feature_not_enabled"} 1`) {
-		t.Errorf("fallback not counted:\n%s", grepLines(h.metrics(), "stream_fallbacks"))
+	if a := answers(st.BotMessages("C1", key.Thread, slacktest.DefaultBotID)); len(a) != 1 || !strings.Contains(a[0].AllText(), "**Answer** to: what is this") {
+		t.Fatalf("answers %q, want the stored answer posted", allTexts(a))
 	}
 }
 

@@ -181,3 +181,22 @@ func TestStreamSessionStopOnTheOtherReplica(t *testing.T) {
 		t.Errorf("replica b passed %d stops on, want 1", n)
 	}
 }
+
+// A card's title is the model's arguments: a mention token in them pings
+// no one.
+func TestStreamCardTitleNeutralised(t *testing.T) {
+	script := func(r llmtest.Request) llmtest.Reply {
+		if r.Last().Role == "tool" {
+			return llmtest.Reply{Content: "done"}
+		}
+		return llmtest.Reply{Calls: []llmtest.Call{{Name: "read_file", Args: `{"path":"<!channel> <@U1>.md"}`}}}
+	}
+	h := newHarness(t, streamed(script, nil))
+	root := h.mention("C1", "q", "")
+	h.waitTurns(1)
+	tasks := streams(h.slack.Snapshot(), root)[0].Tasks()
+	if len(tasks) != 1 || strings.Contains(tasks[0].Title, "<!channel>") || strings.Contains(tasks[0].Title, "<@U1>") ||
+		strings.Contains(tasks[0].Details, "<!channel>") {
+		t.Fatalf("card %+v carries a live mention", tasks)
+	}
+}

@@ -17,9 +17,11 @@ const EmptyAnswer = emptyAnswer
 // maxTaskField is Slack's limit on a task card's title, details and output.
 const maxTaskField = 256
 
-// TaskField is s on one line within a task card field's limit.
+// TaskField is s on one line within a task card field's limit, its
+// mention tokens neutralised: a card's title is the model's arguments
+// and its details a tool's summary, and neither may ping anyone.
 func TaskField(s string) string {
-	return clipText(oneLine(s), maxTaskField)
+	return clipText(Neutralize(oneLine(s)), maxTaskField)
 }
 
 // StreamEnd is what closes a streamed answer, under its text: the footer
