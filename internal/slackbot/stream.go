@@ -53,6 +53,8 @@ type stream struct {
 	// unrecorded are streamed messages not yet in the turn's parts.
 	unrecorded []string
 	closed     bool // finish or close ended it
+	opened     int  // messages started
+	appends    int  // appends Slack took
 }
 
 var _ turn.Observer = (*stream)(nil)
@@ -102,6 +104,7 @@ func (s *stream) open(ctx context.Context, text string) error {
 		return err
 	}
 	s.ts, s.msgLen = ts, render.StreamLen(text)
+	s.opened++
 	s.b.metrics.streamMessages.Inc()
 	s.unrecorded = append(s.unrecorded, ts)
 	s.record(ctx)
@@ -315,6 +318,7 @@ func (s *stream) appendBatch(ctx context.Context, batch []slack.StreamChunk, n i
 		})
 		if err == nil {
 			s.msgLen += n
+			s.appends++
 			s.b.metrics.streamAppends.Inc()
 			if n > 0 {
 				s.text.appended()
@@ -417,6 +421,13 @@ func (s *stream) close() {
 	ctx, cancel := s.slackCtx()
 	defer cancel()
 	s.stop(ctx, nil)
+	if s.appends == 0 && s.msgLen == 0 && s.opened == 1 {
+		// Nothing was shown (the checkout failed, the model refused at
+		// once): an empty message would only stand above the reason.
+		if _, _, err := s.b.api.DeleteMessageContext(ctx, s.in.Key.Channel, s.ts); err != nil {
+			s.log.Warn("delete an empty streamed message", "ts", s.ts, "err", err)
+		}
+	}
 }
 
 // slackCode is Slack's error code in err, "" for other errors.

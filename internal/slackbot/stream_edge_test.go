@@ -200,3 +200,20 @@ func TestStreamCardTitleNeutralised(t *testing.T) {
 		t.Fatalf("card %+v carries a live mention", tasks)
 	}
 }
+
+// A turn that fails before anything is shown leaves no empty streamed
+// message above the reason.
+func TestStreamEmptyFailureLeavesNoMessage(t *testing.T) {
+	h := newHarness(t, streamed(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Error(400, "context length exceeded")
+	}, nil))
+	root := h.mention("C1", "q", "")
+	h.waitTurns(1)
+	st := h.slack.Snapshot()
+	if ms := streams(st, root); len(ms) != 0 {
+		t.Errorf("%d empty streamed messages left in the thread", len(ms))
+	}
+	if bot := st.BotMessages("C1", root, slacktest.DefaultBotID); len(bot) != 1 || !strings.Contains(bot[0].Text, "ref:") {
+		t.Errorf("thread %q, want the reason alone", allTexts(bot))
+	}
+}
