@@ -31,6 +31,7 @@ type stream struct {
 	b      *Bot
 	in     inbound
 	turnID string
+	turn   context.Context
 	log    *slog.Logger
 	counts *turnCounts
 	text   *streamText
@@ -64,9 +65,11 @@ const errStreamClosed = "message_not_in_streaming_state"
 
 // startStream starts the turn's streamed message, with note (if any) as
 // its first text. An error means nothing was shown: the turn falls back.
-func (b *Bot) startStream(ctx context.Context, in inbound, turnID string, parts int, note string, log *slog.Logger) (*stream, error) {
+// turnCtx is the turn's own context: once it ends (a stop, a takeover),
+// a message Slack closed is not continued in a new one.
+func (b *Bot) startStream(ctx, turnCtx context.Context, in inbound, turnID string, parts int, note string, log *slog.Logger) (*stream, error) {
 	s := &stream{
-		b: b, in: in, turnID: turnID, log: log, parts: parts,
+		b: b, in: in, turnID: turnID, log: log, parts: parts, turn: turnCtx,
 		counts:   newTurnCounts(b),
 		kick:     make(chan struct{}, 1),
 		urgent:   make(chan struct{}, 1),
@@ -342,6 +345,11 @@ func (s *stream) rollover(ctx context.Context, close bool) bool {
 	}
 	if close {
 		s.stop(ctx, nil)
+	} else if s.turn.Err() != nil {
+		// Slack closed it after the turn was stopped or taken over: the
+		// stop closed it, or the process that took the turn did.
+		s.fail(fmt.Errorf("the stream was closed after the turn ended: %w", context.Cause(s.turn)))
+		return false
 	}
 	if err := s.open(ctx, ""); err != nil {
 		s.fail(err)

@@ -1,6 +1,7 @@
 package slackbot
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -8,7 +9,9 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
+	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // A stop of an agent session reaches only the turn of that session, and
@@ -215,5 +218,40 @@ func TestStreamEmptyFailureLeavesNoMessage(t *testing.T) {
 	}
 	if bot := st.BotMessages("C1", root, slacktest.DefaultBotID); len(bot) != 1 || !strings.Contains(bot[0].Text, "ref:") {
 		t.Errorf("thread %q, want the reason alone", allTexts(bot))
+	}
+}
+
+// A message Slack closed is continued in a new one while the turn runs,
+// not after it ended: then Slack closed it because the turn was stopped,
+// or the process that took the turn over did.
+func TestStreamClosedContinuesOnlyWhileTurnRuns(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		ended bool
+		want  int // streamed messages started
+	}{
+		{"turn running", false, 2},
+		{"turn ended", true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, streamed(readThenAnswer, nil))
+			root := h.slack.Reply("C1", "U1", "q", "")
+			in := inbound{Key: session.Key{Team: slacktest.DefaultTeamID, Channel: "C1", Thread: root}, User: "U1", TS: root}
+			turnCtx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s, err := h.bot.startStream(h.ctx(), turnCtx, in, "t1", 0, "", h.bot.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.slack.CloseStream("C1", s.ts)
+			if tt.ended {
+				cancel()
+			}
+			s.ToolStarted(turn.Call{Step: 1, ID: "c1", Name: "read_file", Brief: "README.md"})
+			s.close()
+			if n := len(h.slack.Snapshot().CallsTo("chat.startStream")); n != tt.want {
+				t.Errorf("%d streamed messages started, want %d", n, tt.want)
+			}
+		})
 	}
 }

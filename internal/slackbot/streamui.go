@@ -116,7 +116,7 @@ func (t *turnRun) openStream(note string) *stream {
 	if rc := t.j.recovered; rc != nil {
 		parts = len(rc.turn.Parts)
 	}
-	s, err := b.startStream(t.post, in, t.res.id, parts, note, t.log)
+	s, err := b.startStream(t.post, t.ctx, in, t.res.id, parts, note, t.log)
 	if err == nil {
 		return s
 	}
