@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,11 +47,13 @@ type stream struct {
 	queue []slack.StreamChunk // waiting for the writer, in order
 
 	// Owned by the writer (and by finish, after the writer ended).
-	ts     string // the message being streamed
-	msgLen int    // characters of Markdown in it
-	parts  int    // next part index in the store
-	broken error  // streaming failed for good: the answer goes out as messages
-	// unrecorded are streamed messages not yet in the turn's parts.
+	ts      string          // the message being streamed
+	msgLen  int             // characters of Markdown in it
+	msgText strings.Builder // its text appended (not the note it started with)
+	parts   int             // next part index in the store
+	broken  error           // streaming failed for good: the answer goes out as messages
+	// unrecorded are records of streamed messages not yet in the turn's
+	// parts (see streamparts.go).
 	unrecorded []string
 	closed     bool // finish or close ended it
 	opened     int  // messages started
@@ -66,17 +69,19 @@ const errStreamClosed = "message_not_in_streaming_state"
 // startStream starts the turn's streamed message, with note (if any) as
 // its first text. An error means nothing was shown: the turn falls back.
 // turnCtx is the turn's own context: once it ends (a stop, a takeover),
-// a message Slack closed is not continued in a new one.
-func (b *Bot) startStream(ctx, turnCtx context.Context, in inbound, turnID string, parts int, note string, log *slog.Logger) (*stream, error) {
+// a message Slack closed is not continued in a new one. parts are the
+// turn's recorded parts, from before a restart.
+func (b *Bot) startStream(ctx, turnCtx context.Context, in inbound, turnID string, parts []string, note string, log *slog.Logger) (*stream, error) {
+	_, _, done := streamRecords(parts)
 	s := &stream{
-		b: b, in: in, turnID: turnID, log: log, parts: parts, turn: turnCtx,
+		b: b, in: in, turnID: turnID, log: log, parts: len(parts), turn: turnCtx,
 		counts:   newTurnCounts(b),
 		kick:     make(chan struct{}, 1),
 		urgent:   make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		finished: make(chan struct{}),
 	}
-	s.text = newStreamText(s)
+	s.text = newStreamText(s, note, done)
 	if err := s.open(ctx, note); err != nil {
 		return nil, err
 	}
@@ -106,9 +111,10 @@ func (s *stream) open(ctx context.Context, text string) error {
 		return err
 	}
 	s.ts, s.msgLen = ts, render.StreamLen(text)
+	s.msgText.Reset()
 	s.opened++
 	s.b.metrics.streamMessages.Inc()
-	s.unrecorded = append(s.unrecorded, ts)
+	s.unrecorded = append(s.unrecorded, streamPartPrefix+ts)
 	s.record(ctx)
 	return nil
 }
@@ -121,7 +127,7 @@ func (s *stream) record(ctx context.Context) {
 		// Its own deadline: the message is out, and a restart must find
 		// it to close it.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		err := s.b.cfg.Store.AddPart(rctx, s.turnID, s.parts, streamPartPrefix+s.unrecorded[0])
+		err := s.b.cfg.Store.AddPart(rctx, s.turnID, s.parts, s.unrecorded[0])
 		cancel()
 		if errors.Is(err, session.ErrNotFound) {
 			return // not stored yet
@@ -320,6 +326,11 @@ func (s *stream) appendBatch(ctx context.Context, batch []slack.StreamChunk, n i
 		})
 		if err == nil {
 			s.msgLen += n
+			for _, c := range batch {
+				if md, ok := c.(slack.MarkdownTextChunk); ok {
+					s.msgText.WriteString(md.Text)
+				}
+			}
 			s.appends++
 			s.b.metrics.streamAppends.Inc()
 			if n > 0 {
@@ -343,14 +354,17 @@ func (s *stream) rollover(ctx context.Context, close bool) bool {
 	if s.broken != nil || errors.Is(context.Cause(ctx), context.Canceled) {
 		return false
 	}
-	if close {
-		s.stop(ctx, nil)
-	} else if s.turn.Err() != nil {
+	if s.turn.Err() != nil && !close {
 		// Slack closed it after the turn was stopped or taken over: the
 		// stop closed it, or the process that took the turn did.
 		s.fail(fmt.Errorf("the stream was closed after the turn ended: %w", context.Cause(s.turn)))
 		return false
 	}
+	if close {
+		s.stop(ctx, nil)
+	}
+	// Its text is final now: a restart shows none of it again.
+	s.unrecorded = append(s.unrecorded, doneRecord(s.ts, s.msgText.String()))
 	if err := s.open(ctx, ""); err != nil {
 		s.fail(err)
 		return false

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/render"
@@ -166,10 +167,17 @@ func TestStreamedLongAnswerTwoMessages(t *testing.T) {
 	}
 	h := newHarness(t, streamed(script, nil))
 	root := h.mention("C1", "long", "")
-	h.waitTurns(1)
+	lines := h.waitTurns(1)
 	ms := streams(h.slack.Snapshot(), root)
 	if len(ms) != 2 {
 		t.Fatalf("%d streamed messages, want 2", len(ms))
+	}
+	// The full message is recorded as completed, with its text, so that a
+	// restart does not show that text again.
+	tr, err := h.store.Turn(h.ctx(), lines[0]["turn"].(string))
+	want := []string{streamPartPrefix + ms[0].TS, doneRecord(ms[0].TS, ms[0].MarkdownText), streamPartPrefix + ms[1].TS}
+	if err != nil || !slices.Equal(tr.Parts, want) {
+		t.Errorf("turn parts %q (%v), want %q", tr.Parts, err, want)
 	}
 	for i, m := range ms {
 		if n := render.StreamLen(m.MarkdownText); n > render.MaxStreamChars || m.Streaming {
@@ -371,10 +379,53 @@ func TestStreamResumesAfterRestart(t *testing.T) {
 	if ms[0].Streaming {
 		t.Error("the half-streamed message is left spinning")
 	}
-	if !strings.HasPrefix(ms[1].MarkdownText, noteResuming) || !strings.HasSuffix(ms[1].MarkdownText, "**Answer** to: what is this") {
-		t.Errorf("new message %q, want the note, then the answer", ms[1].MarkdownText)
+	if want := noteResuming + "\n\n**Answer** to: what is this"; ms[1].MarkdownText != want {
+		t.Errorf("new message %q, want %q: the note, then the answer", ms[1].MarkdownText, want)
 	}
 	if n := len(st.CallsTo("chat.postMessage")); n != 0 {
 		t.Errorf("%d chat.postMessage calls; the note goes into the stream", n)
+	}
+}
+
+// A restart that finds the answer stored and its first part in a streamed
+// message that was completed shows only the rest, after the note.
+func TestStreamRestartShowsOnlyTheRest(t *testing.T) {
+	srv, store := restartWorld(t)
+	key := cutTurn(t, srv, store, "what is this", session.TurnRunning, false)
+	first, second := "First paragraph.\n\n", "Second paragraph."
+	if err := store.AppendStep(t.Context(), "cut1", []llm.Message{{Role: llm.RoleAssistant, Content: first + second}}, llm.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+	api := srv.Client()
+	var tss []string
+	for range 2 {
+		_, ts, err := api.StartStreamContext(t.Context(), "C1", slack.MsgOptionTS(key.Thread),
+			slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID(key.Team))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tss = append(tss, ts)
+	}
+	// The first message was full with the first paragraph and completed;
+	// the second was open when the process died.
+	if _, _, err := api.AppendStreamContext(t.Context(), "C1", tss[0], slack.MsgOptionMarkdownText(first)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.StopStreamContext(t.Context(), "C1", tss[0]); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{streamPartPrefix + tss[0], doneRecord(tss[0], first), streamPartPrefix + tss[1]} {
+		if err := store.AddPart(t.Context(), "cut1", i, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHarness(t, harnessOpts{slack: srv, store: store, stream: true, cfg: func(c *Config) { c.UI = UIStream }})
+	h.waitTurns(1)
+	ms := streams(h.slack.Snapshot(), key.Thread)
+	if len(ms) != 3 || ms[1].Streaming {
+		t.Fatalf("%d streamed messages (second streaming: %v), want the two cut ones closed and a new one", len(ms), len(ms) > 1 && ms[1].Streaming)
+	}
+	if got := ms[2].MarkdownText; got != noteResuming+"\n\n"+second {
+		t.Errorf("new message %q, want the note and the second paragraph only", got)
 	}
 }

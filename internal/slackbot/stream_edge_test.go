@@ -239,7 +239,7 @@ func TestStreamClosedContinuesOnlyWhileTurnRuns(t *testing.T) {
 			in := inbound{Key: session.Key{Team: slacktest.DefaultTeamID, Channel: "C1", Thread: root}, User: "U1", TS: root}
 			turnCtx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			s, err := h.bot.startStream(h.ctx(), turnCtx, in, "t1", 0, "", h.bot.log)
+			s, err := h.bot.startStream(h.ctx(), turnCtx, in, "t1", nil, "", h.bot.log)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,7 +2,6 @@ package slackbot
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/slack-go/slack"
 
@@ -75,17 +74,4 @@ func slackCode(err error) string {
 		return "unknown_method"
 	}
 	return ""
-}
-
-// streamParts splits a turn's recorded parts into the answer messages
-// posted and the streamed messages started.
-func streamParts(parts []string) (posted int, streams []string) {
-	for _, p := range parts {
-		if ts, ok := strings.CutPrefix(p, streamPartPrefix); ok {
-			streams = append(streams, ts)
-			continue
-		}
-		posted++
-	}
-	return posted, streams
 }

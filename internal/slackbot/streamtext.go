@@ -32,17 +32,21 @@ type streamText struct {
 	// verify serialises the checks: the writer's and endStep's.
 	verify sync.Mutex
 
-	mu       sync.Mutex
-	lease    *repos.Lease
-	home     []string
-	ctx      context.Context
-	step     int    // the step whose text raw is
-	attempt  int    // the model request's attempt raw comes from
-	raw      string // the step's text as written so far
-	shown    string // its rendered prefix already queued
-	gen      int    // bumped when a step's text ends
-	any      bool   // some text was queued in this turn
-	diverged bool   // the step's text no longer extends what was shown
+	mu      sync.Mutex
+	lease   *repos.Lease
+	home    []string
+	ctx     context.Context
+	step    int    // the step whose text raw is
+	attempt int    // the model request's attempt raw comes from
+	raw     string // the step's text as written so far
+	shown   string // its rendered prefix already queued
+	gen     int    // bumped when a step's text ends
+	any     bool   // some text was shown or queued in this turn
+	live    bool   // some of the model's text was queued in this process
+	// skip are the messages a restart found completed: the answer's
+	// text they hold is not shown again.
+	skip     []streamDone
+	diverged bool // the step's text no longer extends what was shown
 	// first is when the first text of the turn was heard, for the figure
 	// of the bot's own delay until it is appended; timed once it is.
 	first   time.Time
@@ -50,8 +54,9 @@ type streamText struct {
 	hurried bool // the writer was told not to wait for the first text
 }
 
-func newStreamText(s *stream) *streamText {
-	return &streamText{s: s, ctx: context.Background()}
+func newStreamText(s *stream, note string, skip []streamDone) *streamText {
+	// A note the message starts with is text: what follows is set apart.
+	return &streamText{s: s, ctx: context.Background(), any: note != "", skip: skip}
 }
 
 // bind gives the checkout the citations are checked in; until then no
@@ -156,7 +161,7 @@ func (t *streamText) show(whole bool) {
 	if shown == "" && t.any {
 		delta = "\n\n" + delta
 	}
-	t.shown, t.any = r, true
+	t.shown, t.any, t.live = r, true, true
 	t.s.push(slack.NewMarkdownTextChunk(delta))
 }
 
@@ -199,6 +204,12 @@ func (t *streamText) rest(answer string, home []string) string {
 	r := render.AnswerMarkdown(answer, home...)
 	if strings.TrimSpace(r) == "" {
 		r = render.EmptyAnswer
+	}
+	if !t.live {
+		if off := shownBefore(r, t.skip); off > 0 {
+			t.s.log.Info("the answer's start is in messages streamed before a restart; streaming the rest", "shown", off, "of", len(r))
+			r = r[off:]
+		}
 	}
 	switch {
 	case t.shown != "" && strings.HasPrefix(r, t.shown):

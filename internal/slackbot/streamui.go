@@ -112,9 +112,9 @@ func (t *turnRun) openStream(note string) *stream {
 	if b.cfg.UI == UIMessages || (b.cfg.UI == UIAuto && b.fallbacks.off("stream", in.Key.Team)) {
 		return nil
 	}
-	parts := 0
+	var parts []string
 	if rc := t.j.recovered; rc != nil {
-		parts = len(rc.turn.Parts)
+		parts = rc.turn.Parts
 	}
 	s, err := b.startStream(t.post, t.ctx, in, t.res.id, parts, note, t.log)
 	if err == nil {

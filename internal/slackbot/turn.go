@@ -303,7 +303,7 @@ func (t *turnRun) deliver() {
 	t.res.outcome = outcomeAnswered
 	posted := 0
 	if t.j.recovered != nil {
-		posted, _ = streamParts(t.j.recovered.turn.Parts)
+		posted, _, _ = streamRecords(t.j.recovered.turn.Parts)
 	}
 	answer := b.cite(t.co, t.out)
 	if t.stream == nil || !t.stream.finish(answer, answerFooter(t.co, t.res, t.out.ThreadUsage, time.Since(t.start)), answerHome(t.co)) {

@@ -18,12 +18,19 @@ func (t *turnRun) streams() bool {
 // messages the cut left open and starts its new one with the note, which
 // is returned for it; otherwise the note is posted now, as it always was.
 func (t *turnRun) announce(note string) string {
+	cut := false
 	if rc := t.j.recovered; rc != nil {
-		if _, streams := streamParts(rc.turn.Parts); len(streams) > 0 {
+		if _, streams, _ := streamRecords(rc.turn.Parts); len(streams) > 0 {
 			t.b.closeStreams(t.post, t.in, streams, t.log)
+			cut = true
 		}
 	}
 	if t.streams() {
+		if note == "" && cut {
+			// The answer was stored before the cut, but a message shows
+			// it broken off: the new one says why it starts again.
+			note = noteResuming
+		}
 		return note
 	}
 	t.postNote(note)
