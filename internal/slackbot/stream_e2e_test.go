@@ -270,11 +270,7 @@ func TestStreamFallbackToMessages(t *testing.T) {
 func TestStreamedTurnRecoveredAsMessages(t *testing.T) {
 	srv, store := restartWorld(t)
 	key := cutTurn(t, srv, store, "what is this", session.TurnRunning, true)
-	_, old, err := srv.Client().StartStreamContext(t.Context(), "C1", slack.MsgOptionTS(key.Thread),
-		slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID(key.Team))
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := deadStream(t, srv, key)
 	if err := store.AddPart(t.Context(), "cut1", 0, streamPartPrefix+old); err != nil {
 		t.Fatal(err)
 	}
@@ -361,11 +357,7 @@ func TestStreamResumesAfterRestart(t *testing.T) {
 	srv, store := restartWorld(t)
 	key := cutTurn(t, srv, store, "what is this", session.TurnRunning, false)
 	// The dead process had started streaming the turn.
-	_, old, err := srv.Client().StartStreamContext(t.Context(), "C1", slack.MsgOptionTS(key.Thread),
-		slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID(key.Team))
-	if err != nil {
-		t.Fatal(err)
-	}
+	old := deadStream(t, srv, key)
 	if err := store.AddPart(t.Context(), "cut1", 0, streamPartPrefix+old); err != nil {
 		t.Fatal(err)
 	}
@@ -397,15 +389,7 @@ func TestStreamRestartShowsOnlyTheRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := srv.Client()
-	var tss []string
-	for range 2 {
-		_, ts, err := api.StartStreamContext(t.Context(), "C1", slack.MsgOptionTS(key.Thread),
-			slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID(key.Team))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tss = append(tss, ts)
-	}
+	tss := []string{deadStream(t, srv, key), deadStream(t, srv, key)}
 	// The first message was full with the first paragraph and completed;
 	// the second was open when the process died.
 	if _, _, err := api.AppendStreamContext(t.Context(), "C1", tss[0], slack.MsgOptionMarkdownText(first)); err != nil {
@@ -428,4 +412,16 @@ func TestStreamRestartShowsOnlyTheRest(t *testing.T) {
 	if got := ms[2].MarkdownText; got != noteResuming+"\n\n"+second {
 		t.Errorf("new message %q, want the note and the second paragraph only", got)
 	}
+}
+
+// deadStream starts a streamed message in key's thread as a process that
+// died mid-turn did, and returns its ts.
+func deadStream(t *testing.T, srv *slacktest.Server, key session.Key) string {
+	t.Helper()
+	_, ts, err := srv.Client().StartStreamContext(t.Context(), "C1", slack.MsgOptionTS(key.Thread),
+		slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID(key.Team))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
 }
