@@ -269,7 +269,7 @@ func (s *stream) flush() {
 // Markdown would pass what one holds or Slack closed it.
 func (s *stream) send(ctx context.Context, chunks []slack.StreamChunk) {
 	var batch []slack.StreamChunk
-	batchLen := 0
+	batchLen, batchText := 0, ""
 	for _, c := range coalesce(chunks) {
 		md, ok := c.(slack.MarkdownTextChunk)
 		if !ok {
@@ -278,17 +278,18 @@ func (s *stream) send(ctx context.Context, chunks []slack.StreamChunk) {
 		}
 		text := md.Text
 		for text != "" && s.broken == nil {
-			head, tail := render.CutStream(text, render.MaxStreamChars-s.msgLen-batchLen)
+			head, tail := render.CutStreamFenced(s.msgText.String()+batchText, text, render.MaxStreamChars-s.msgLen-batchLen)
 			if head != "" {
 				batch = append(batch, slack.NewMarkdownTextChunk(head))
 				batchLen += render.StreamLen(head)
+				batchText += head
 			}
 			if tail == "" {
 				break
 			}
 			// The message is full: what fits goes to it, the rest to the next.
 			s.appendBatch(ctx, batch, batchLen)
-			batch, batchLen = nil, 0
+			batch, batchLen, batchText = nil, 0, ""
 			s.rollover(ctx, true)
 			text = tail
 		}

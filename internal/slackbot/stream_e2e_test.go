@@ -425,3 +425,43 @@ func deadStream(t *testing.T, srv *slacktest.Server, key session.Key) string {
 	}
 	return ts
 }
+
+// A code block longer than a message is closed at the cut and opened again
+// with its language in the next, so both render it as code.
+func TestStreamedLongCodeBlock(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("Here it is:\n\n```go\n")
+	for i := range 700 {
+		fmt.Fprintf(&b, "x%03d := compute(%d) // step\n", i, i)
+	}
+	b.WriteString("```\n\nThat is all.")
+	answer := b.String()
+	script := func(r llmtest.Request) llmtest.Reply {
+		rep := readThenAnswer(r)
+		if r.Last().Role == "tool" {
+			rep.Content = answer
+		}
+		return rep
+	}
+	h := newHarness(t, streamed(script, nil))
+	root := h.mention("C1", "long code", "")
+	h.waitTurns(1)
+	ms := streams(h.slack.Snapshot(), root)
+	if len(ms) != 2 {
+		t.Fatalf("%d streamed messages, want 2", len(ms))
+	}
+	if !strings.HasSuffix(ms[0].MarkdownText, "\n```") || !strings.HasPrefix(ms[1].MarkdownText, "```go\n") {
+		t.Fatalf("cut code block: first ends %q, second starts %q", tail(ms[0].MarkdownText, 20), ms[1].MarkdownText[:min(20, len(ms[1].MarkdownText))])
+	}
+	joined := ms[0].MarkdownText + ms[1].MarkdownText
+	if got := strings.Replace(joined, "```"+"```go\n", "", 1); got != answer {
+		t.Errorf("the code block lost or doubled text across the cut")
+	}
+	for i, m := range ms {
+		if n := render.StreamLen(m.MarkdownText); n > render.MaxStreamChars {
+			t.Errorf("message %d has %d characters", i, n)
+		}
+	}
+}
+
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }

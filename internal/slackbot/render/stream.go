@@ -5,6 +5,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/slack-go/slack"
+
+	"github.com/askrepo/askrepo/internal/mdscan"
 )
 
 // MaxStreamChars is what one streamed message holds: Slack's 12,000
@@ -47,8 +49,8 @@ func StopMessage(actionID, turnID string) Outgoing {
 func StreamLen(s string) int { return textLen(s) }
 
 // CutStream splits text appended to a message that has room characters
-// left: head fits, at the last paragraph or line break within room when
-// there is one, and tail goes on in the next message.
+// left: head fits, at the last paragraph break in the second half of room,
+// else the last line break, and tail goes on in the next message.
 func CutStream(text string, room int) (head, tail string) {
 	if textLen(text) <= room {
 		return text, ""
@@ -61,11 +63,55 @@ func CutStream(text string, room int) (head, tail string) {
 		}
 	}
 	cut := text[:end]
-	if i := strings.LastIndex(cut, "\n\n"); i > 0 {
+	// A paragraph break early in the room would leave the message mostly
+	// empty: past the middle, or a line break.
+	if i := strings.LastIndex(cut, "\n\n"); i > len(cut)/2 {
 		return text[:i+2], text[i+2:]
 	}
 	if i := strings.LastIndex(cut, "\n"); i > 0 {
 		return text[:i+1], text[i+1:]
 	}
 	return cut, text[end:]
+}
+
+// CutStreamFenced is CutStream for a message whose text so far is before:
+// when the cut falls inside a fenced code block, head closes it and tail
+// opens it again with the same language, so that each message renders its
+// code as code. What the fence lines add is within room.
+func CutStreamFenced(before, text string, room int) (head, tail string) {
+	head, tail = CutStream(text, room)
+	if tail == "" {
+		return head, tail
+	}
+	f, open := openFence(before + head)
+	if !open {
+		return head, tail
+	}
+	closeLine, openLine := reclose(&f), reopen(&f)
+	head, tail = CutStream(text, room-textLen(closeLine)-1)
+	if f, open = openFence(before + head); !open {
+		return head, tail // the shorter cut is before the fence
+	}
+	closeLine, openLine = reclose(&f), reopen(&f)
+	if !strings.HasSuffix(head, "\n") {
+		head += "\n"
+	}
+	return head + closeLine, openLine + "\n" + tail
+}
+
+// openFence is the fenced code block md leaves open, if any.
+func openFence(md string) (mdscan.Fence, bool) {
+	var (
+		f    mdscan.Fence
+		open bool
+	)
+	for line := range strings.SplitSeq(md, "\n") {
+		switch {
+		case open && f.Closes(line):
+			open = false
+		case !open:
+			f, open = mdscan.OpenFence(line)
+		}
+	}
+	return f, open
 }
