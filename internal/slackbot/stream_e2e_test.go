@@ -124,13 +124,7 @@ func TestStreamedTextMatchesPostedAnswer(t *testing.T) {
 		"The limit is in `pay/limit.go:10-20`, <!channel>.\n\n" +
 		"- one\n- two\n\n" +
 		"More at [docs](https://evil.example/x).\n"
-	script := func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" {
-			rep.Content = answer
-		}
-		return rep
-	}
+	script := answering(answer)
 	hm := newHarness(t, harnessOpts{script: script, stream: true})
 	rm := hm.mention("C1", "q", "")
 	hm.waitTurns(1)
@@ -158,13 +152,7 @@ func TestStreamedLongAnswerTwoMessages(t *testing.T) {
 		fmt.Fprintf(&b, "Paragraph %d: %s\n\n", i, strings.Repeat("word ", 100))
 	}
 	answer := strings.TrimSpace(b.String())
-	script := func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" {
-			rep.Content = answer
-		}
-		return rep
-	}
+	script := answering(answer)
 	h := newHarness(t, streamed(script, nil))
 	root := h.mention("C1", "long", "")
 	lines := h.waitTurns(1)
@@ -436,13 +424,7 @@ func TestStreamedLongCodeBlock(t *testing.T) {
 	}
 	b.WriteString("```\n\nThat is all.")
 	answer := b.String()
-	script := func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" {
-			rep.Content = answer
-		}
-		return rep
-	}
+	script := answering(answer)
 	h := newHarness(t, streamed(script, nil))
 	root := h.mention("C1", "long code", "")
 	h.waitTurns(1)
@@ -465,3 +447,14 @@ func TestStreamedLongCodeBlock(t *testing.T) {
 }
 
 func tail(s string, n int) string { return s[max(0, len(s)-n):] }
+
+// answering is readThenAnswer answering with answer.
+func answering(answer string) llmtest.Script {
+	return func(r llmtest.Request) llmtest.Reply {
+		rep := readThenAnswer(r)
+		if r.Last().Role == "tool" {
+			rep.Content = answer
+		}
+		return rep
+	}
+}

@@ -17,13 +17,7 @@ import (
 // paragraphs.
 func TestSlackCallsPerTurnByUI(t *testing.T) {
 	answer := "First paragraph.\n\nSecond paragraph.\n\nThird paragraph."
-	script := func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" {
-			rep.Content = answer
-		}
-		return rep
-	}
+	script := answering(answer)
 	tests := []struct {
 		name     string
 		ui       string
