@@ -88,6 +88,7 @@ func newRepoWorld(t *testing.T, reposYAML string, model *llmtest.Server) *repoWo
 		"SLACK_BOT_TOKEN": slacktest.DefaultBotToken,
 		"SLACK_APP_TOKEN": slacktest.DefaultAppToken,
 		"SLACK_API_URL":   srv.APIURL(),
+		"BOT_SLACK_UI":    "messages",
 		"OPENAI_API_KEY":  "sk-test",
 		"OPENAI_BASE_URL": model.URL,
 		"OPENAI_STREAM":   "false",

@@ -101,6 +101,7 @@ func newWorld(t *testing.T, extra ...string) *world {
 		"SLACK_BOT_TOKEN=" + slacktest.DefaultBotToken,
 		"SLACK_APP_TOKEN=" + slacktest.DefaultAppToken,
 		"SLACK_API_URL=" + srv.APIURL(),
+		"BOT_SLACK_UI=messages",
 		"OPENAI_API_KEY=sk-test",
 		"OPENAI_BASE_URL=" + m.URL,
 		"OPENAI_STREAM=false",

@@ -98,6 +98,8 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		Turns:         runner,
 		Recovery:      cfg.Recovery,
 		Followups:     cfg.Followups,
+		UI:            cfg.SlackUI.Mode,
+		Tasks:         cfg.SlackUI.Tasks,
 		MaxConcurrent: cfg.Concurrency,
 		AllowChannels: cfg.AllowChannel,
 		AllowUsers:    cfg.AllowUsers,

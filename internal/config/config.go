@@ -62,6 +62,7 @@ type Config struct {
 	Budgets    Budgets     // the budgets section of BOT_CONFIG (no environment variable)
 	MCPServers []MCPServer // BOT_CONFIG's mcp_servers: tools of other MCP servers for the agent
 	MCP        MCP         // BOT_MCP_TOKENS, BOT_MCP_RATE, mcp_tokens of BOT_CONFIG
+	SlackUI    SlackUI     // BOT_SLACK_UI, BOT_SLACK_TASKS
 }
 
 // Setting describes one variable: its name in the environment and in the

@@ -50,6 +50,11 @@ type Bot struct {
 	mu      sync.Mutex
 	running map[string]*runningTurn // by turn id, for the Stop button
 
+	// fallbacks are the workspaces where streaming or agent sessions
+	// were refused, for a while.
+	fallbacks fallbacks
+	paces     appendPace
+
 	// statusOff is set once assistant.threads.setStatus is refused for a
 	// reason that will not change (scope, method unknown), to stop asking.
 	statusOff atomic.Bool

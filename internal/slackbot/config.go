@@ -158,6 +158,19 @@ type Config struct {
 	// before it is recycled; zero means slack-go's default (30s).
 	PingInterval time.Duration
 
+	// UI is how answers show: UIAuto (default), UIStream or UIMessages.
+	// Tasks is how a streamed answer's tool calls show, TasksTimeline
+	// (default) or TasksPlan. StreamInterval spaces a stream's appends
+	// (default DefaultStreamInterval); StreamFallback is how long a
+	// workspace that refused streaming gets messages in auto (default
+	// DefaultStreamFallback). AppendsPerMinute paces chat.appendStream
+	// across a workspace's streams (default 90, under Tier 4's 100).
+	UI               string
+	Tasks            string
+	StreamInterval   time.Duration
+	StreamFallback   time.Duration
+	AppendsPerMinute int
+
 	// CrashAt, for tests of crash recovery only, is called at the points
 	// named by the Crash* constants; the test binary kills itself there.
 	// nil (always, outside such tests) does nothing.
@@ -216,6 +229,19 @@ func checkConfig(cfg Config) []error {
 	default:
 		errs = append(errs, fmt.Errorf("recovery policy %q is unknown; use %q, %q or %q", cfg.Recovery, RecoverResume, RecoverRerun, RecoverReport))
 	}
+	switch cfg.UI {
+	case "", UIAuto, UIStream, UIMessages:
+	default:
+		errs = append(errs, fmt.Errorf("Slack UI %q is unknown; use %q, %q or %q", cfg.UI, UIAuto, UIStream, UIMessages))
+	}
+	switch cfg.Tasks {
+	case "", TasksTimeline, TasksPlan:
+	default:
+		errs = append(errs, fmt.Errorf("task display %q is unknown; use %q or %q", cfg.Tasks, TasksTimeline, TasksPlan))
+	}
+	if cfg.StreamInterval < 0 || cfg.StreamFallback < 0 || cfg.AppendsPerMinute < 0 {
+		errs = append(errs, errors.New("stream intervals must not be negative"))
+	}
 	if cfg.MaxConcurrent < 0 || cfg.TurnTimeout < 0 || cfg.DrainTimeout < 0 || cfg.DedupeTTL < 0 || cfg.ProgressInterval < 0 || cfg.AckTimeout < 0 || cfg.PingInterval < 0 ||
 		cfg.PostInterval < 0 || cfg.UpdateInterval < 0 || cfg.PostBurst < 0 {
 		errs = append(errs, errors.New("limits and durations must not be negative"))
@@ -236,6 +262,11 @@ func withDefaults(cfg Config) Config {
 	cfg.DedupeTTL = orDefault(cfg.DedupeTTL, DefaultDedupeTTL)
 	cfg.ProgressInterval = orDefault(cfg.ProgressInterval, DefaultProgressInterval)
 	cfg.AckTimeout = orDefault(cfg.AckTimeout, DefaultAckTimeout)
+	cfg.UI = orDefault(cfg.UI, UIAuto)
+	cfg.Tasks = orDefault(cfg.Tasks, TasksTimeline)
+	cfg.StreamInterval = orDefault(cfg.StreamInterval, DefaultStreamInterval)
+	cfg.StreamFallback = orDefault(cfg.StreamFallback, DefaultStreamFallback)
+	cfg.AppendsPerMinute = orDefault(cfg.AppendsPerMinute, DefaultAppendsPerMinute)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

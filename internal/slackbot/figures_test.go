@@ -63,6 +63,15 @@ func TestSlackCallsPerTurn(t *testing.T) {
 	h.mention("C1", "what does this repo do?", "")
 	h.waitTurns(1)
 	calls := h.slack.Snapshot().Calls[before:]
+	by, list := callsByMethod(calls)
+	if by["chat.postMessage"] != 2 {
+		t.Errorf("chat.postMessage %d, want 2 (progress, answer)", by["chat.postMessage"])
+	}
+	t.Logf("one turn with 2 tool calls in 1 step: %d Web API calls: %s", len(calls), list)
+}
+
+// callsByMethod counts calls by method, and lists the counts.
+func callsByMethod(calls []slacktest.Call) (map[string]int, string) {
 	by := map[string]int{}
 	for _, c := range calls {
 		by[c.Method]++
@@ -72,10 +81,7 @@ func TestSlackCallsPerTurn(t *testing.T) {
 		parts = append(parts, fmt.Sprintf("%s %d", m, k))
 	}
 	sort.Strings(parts)
-	if by["chat.postMessage"] != 2 {
-		t.Errorf("chat.postMessage %d, want 2 (progress, answer)", by["chat.postMessage"])
-	}
-	t.Logf("one turn with 2 tool calls in 1 step: %d Web API calls: %s", len(calls), strings.Join(parts, ", "))
+	return by, strings.Join(parts, ", ")
 }
 
 func percentile(d []time.Duration, p int) time.Duration {

@@ -107,6 +107,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		PostBurst:        1000,
 		ProgressInterval: 5 * time.Millisecond,
 		DrainTimeout:     5 * time.Second,
+		UI:               UIMessages,
+		StreamInterval:   5 * time.Millisecond,
 		Logger:           logger,
 	}
 	if o.cfg != nil {

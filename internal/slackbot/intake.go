@@ -85,6 +85,9 @@ func (b *Bot) receive(ctx context.Context, ea slackevents.EventsAPIEvent, retry 
 		return b.onPanel(ctx, team, eventID, ev.AssistantThread, false)
 	case *slackevents.AppHomeOpenedEvent:
 		return b.onHome(team, ev)
+	case *slackevents.AgentSessionStoppedEvent:
+		b.sessionStopped(team, ev)
+		return queuedEvent{}, false
 	default:
 		why = ignoreOther
 	}

@@ -31,6 +31,7 @@ type metrics struct {
 	citations        *prometheus.CounterVec // in posted answers, by result: valid, flagged
 	feedback         *prometheus.CounterVec // 👍/👎 clicks recorded, by rating: up, down
 	usage            *usageMetrics
+	*streamMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,12 +73,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Code citations in posted answers, by result: valid (linked when the repo has a web view) or flagged (no such file, lines past the end).", "result"),
 		feedback: newCounterVec("feedback_total",
 			"Feedback clicks on answers recorded, by rating (up, down); a person changing their mind counts again.", "rating"),
+		streamMetrics: newStreamMetrics(),
 	}
 	m.feedback.WithLabelValues("up")
 	m.feedback.WithLabelValues("down")
 	for _, c := range []prometheus.Collector{m.turns, m.toolCalls, m.toolSeconds, m.stepSeconds, m.tokens,
 		m.slackErrors, m.slackRateLimited, m.queueDepth, m.running, m.ackSeconds, m.ackFailures, m.unrecorded,
-		m.ignored, m.refused, m.connected, m.compactions, m.citations, m.feedback} {
+		m.ignored, m.refused, m.connected, m.compactions, m.citations, m.feedback,
+		m.streamMessages, m.streamAppends, m.streamFallbacks, m.streamFirstText} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

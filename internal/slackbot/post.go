@@ -36,29 +36,7 @@ func plainPart(m render.Outgoing) render.Outgoing {
 //
 // thread is the thread's usage totals, this turn's included.
 func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *checkout, res turnResult, thread llm.Usage, posted int, took time.Duration, log *slog.Logger) {
-	f := render.Footer{
-		Steps:            res.steps,
-		ToolCalls:        res.toolCalls,
-		PromptTokens:     res.usage.PromptTokens,
-		CachedTokens:     res.usage.CachedPromptTokens,
-		CompletionTokens: res.usage.CompletionTokens,
-		Duration:         took,
-		Repo:             co.repo,
-		Commit:           co.commit,
-		Checkout:         strings.Join(co.notes, "; "),
-	}
-	// The thread's totals include this turn; show them once there was an
-	// earlier turn, when they differ from this turn's numbers.
-	if thread != res.usage {
-		f.ThreadPromptTokens = thread.PromptTokens
-		f.ThreadCachedTokens = thread.CachedPromptTokens
-		f.ThreadCompletionTokens = thread.CompletionTokens
-	}
-	var home []string
-	if co.lease.Web.Base != "" {
-		home = append(home, co.lease.Web.Base)
-	}
-	msgs := render.AnswerMessages(answer, f, home...)
+	msgs := render.AnswerMessages(answer, answerFooter(co, res, thread, took), answerHome(co)...)
 	b.withFeedback(msgs, res.id)
 	if posted > 0 {
 		log.Info("posting the rest of an answer a restart cut off", "parts", len(msgs), "posted", posted)
@@ -97,6 +75,39 @@ func (b *Bot) postAnswer(ctx context.Context, in inbound, answer string, co *che
 			b.crashAt(CrashBetweenParts)
 		}
 	}
+}
+
+// answerFooter is the footer under an answer. thread is the thread's
+// usage totals, this turn's included.
+func answerFooter(co *checkout, res turnResult, thread llm.Usage, took time.Duration) render.Footer {
+	f := render.Footer{
+		Steps:            res.steps,
+		ToolCalls:        res.toolCalls,
+		PromptTokens:     res.usage.PromptTokens,
+		CachedTokens:     res.usage.CachedPromptTokens,
+		CompletionTokens: res.usage.CompletionTokens,
+		Duration:         took,
+		Repo:             co.repo,
+		Commit:           co.commit,
+		Checkout:         strings.Join(co.notes, "; "),
+	}
+	// The thread's totals include this turn; show them once there was an
+	// earlier turn, when they differ from this turn's numbers.
+	if thread != res.usage {
+		f.ThreadPromptTokens = thread.PromptTokens
+		f.ThreadCachedTokens = thread.CachedPromptTokens
+		f.ThreadCompletionTokens = thread.CompletionTokens
+	}
+	return f
+}
+
+// answerHome is the web view an answer's links may lead to without
+// showing their host: the repository's.
+func answerHome(co *checkout) []string {
+	if co.lease.Web.Base != "" {
+		return []string{co.lease.Web.Base}
+	}
+	return nil
 }
 
 func (b *Bot) postOut(ctx context.Context, in inbound, m render.Outgoing, log *slog.Logger) {

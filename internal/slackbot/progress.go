@@ -26,11 +26,11 @@ type progress struct {
 	in     inbound
 	turnID string
 
-	mu        sync.Mutex
-	lines     []render.CallLine
-	byID      map[string]int
-	stepMark  time.Time // when the current model request began
-	stepTimed bool      // its latency is observed
+	counts *turnCounts
+
+	mu    sync.Mutex
+	lines []render.CallLine
+	byID  map[string]int
 
 	kick     chan struct{}
 	done     chan struct{}
@@ -50,7 +50,7 @@ func newProgress(b *Bot, in inbound, turnID string) *progress {
 		in:       in,
 		turnID:   turnID,
 		byID:     make(map[string]int),
-		stepMark: time.Now(),
+		counts:   newTurnCounts(b),
 		kick:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		finished: make(chan struct{}),
@@ -60,8 +60,8 @@ func newProgress(b *Bot, in inbound, turnID string) *progress {
 }
 
 func (p *progress) ToolStarted(c turn.Call) {
+	p.counts.toolStarted()
 	p.mu.Lock()
-	p.timeStepLocked()
 	p.byID[c.ID] = len(p.lines)
 	p.lines = append(p.lines, render.CallLine{Name: c.Name, Brief: c.Brief, State: render.CallRunning})
 	p.mu.Unlock()
@@ -69,13 +69,7 @@ func (p *progress) ToolStarted(c turn.Call) {
 }
 
 func (p *progress) ToolDone(c turn.Call) {
-	outcome := "ok"
-	if c.Failed {
-		outcome = "error"
-	}
-	label := toolLabel(c.Name, toolSet(p.b.cfg.Turns.ToolNames()))
-	p.b.metrics.toolCalls.WithLabelValues(label, outcome).Inc()
-	p.b.metrics.toolSeconds.WithLabelValues(label).Observe(c.Took.Seconds())
+	p.counts.toolDone(c)
 	p.mu.Lock()
 	if i, ok := p.byID[c.ID]; ok {
 		p.lines[i].State = render.CallOK
@@ -89,28 +83,7 @@ func (p *progress) ToolDone(c turn.Call) {
 	p.poke()
 }
 
-func (p *progress) StepDone(s turn.Step) {
-	m := p.b.metrics
-	// A counter panics when asked to go down; whatever the model reported,
-	// a negative count counts nothing.
-	m.tokens.WithLabelValues("prompt").Add(float64(max(s.Usage.PromptTokens, 0)))
-	m.tokens.WithLabelValues("cached").Add(float64(max(s.Usage.CachedPromptTokens, 0)))
-	m.tokens.WithLabelValues("completion").Add(float64(max(s.Usage.CompletionTokens, 0)))
-
-	p.mu.Lock()
-	p.timeStepLocked()
-	p.stepMark, p.stepTimed = time.Now(), false
-	p.mu.Unlock()
-}
-
-// timeStepLocked observes the model's latency for the current step: the time
-// from the request to its first tool call, or to StepDone for an answer.
-func (p *progress) timeStepLocked() {
-	if !p.stepTimed {
-		p.stepTimed = true
-		p.b.metrics.stepSeconds.Observe(time.Since(p.stepMark).Seconds())
-	}
-}
+func (p *progress) StepDone(s turn.Step) { p.counts.stepDone(s) }
 
 func (p *progress) poke() {
 	select {

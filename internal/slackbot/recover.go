@@ -113,11 +113,11 @@ func (b *Bot) claim(ctx context.Context, j *job, turnID string, log *slog.Logger
 	return true
 }
 
-// announceRecovery tells the thread that a claimed turn goes on, or
-// reports false when there is nothing more to do: its answer, stored
-// before the cut, is already in the thread. loaded is the session read
+// announceRecovery gives the note that tells the thread a claimed turn
+// goes on, or reports false when there is nothing more to do: its answer,
+// stored before the cut, is already in the thread. loaded is the session read
 // after the claim (err, if that failed: the turn fails with it next).
-func (b *Bot) announceRecovery(ctx context.Context, j *job, turnID string, loaded turn.Loaded, err error, log *slog.Logger) bool {
+func (b *Bot) announceRecovery(ctx context.Context, j *job, turnID string, loaded turn.Loaded, err error, log *slog.Logger) (note string, goOn bool) {
 	if err != nil {
 		log.Warn("load a recovered turn's session", "err", err)
 	}
@@ -134,16 +134,15 @@ func (b *Bot) announceRecovery(ctx context.Context, j *job, turnID string, loade
 			}
 			b.metrics.turns.WithLabelValues(outcomeAlreadyPosted).Inc()
 			log.Info("turn", "user", j.in.User, "outcome", outcomeAlreadyPosted)
-			return false
+			return "", false
 		}
-		return true // the answer goes out without a request, as if never cut
+		return "", true // the answer goes out without a request, as if never cut
 	}
-	note := noteResuming
+	note = noteResuming
 	if j.recovered.mode == RecoverRerun {
 		note = noteRerunning
 	}
-	b.postOut(ctx, j.in, render.Outgoing{Text: note}, log)
-	return true
+	return note, true
 }
 
 func (b *Bot) lostClaim(err error, log *slog.Logger) {

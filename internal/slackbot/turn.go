@@ -48,8 +48,9 @@ type runningTurn struct {
 	once   sync.Once
 	cancel context.CancelCauseFunc
 	// channel is where the turn's thread is; a click from anywhere else
-	// is not for this turn, whatever value it carries.
-	channel string
+	// is not for this turn, whatever value it carries. thread is the
+	// thread, which an agent session's stop names.
+	channel, thread string
 }
 
 func (r *runningTurn) stop(user string) {
@@ -93,9 +94,13 @@ type turnRun struct {
 	ctx  context.Context
 	post context.Context
 
-	prog *progress
-	co   *checkout
-	out  turn.Result
+	// prog shows the turn in the message UI, stream in the streamed one
+	// (one of them is nil), and stopCtl is the streamed turn's Stop.
+	prog    *progress
+	stream  *stream
+	stopCtl stopControl
+	co      *checkout
+	out     turn.Result
 	// started reports that the store has the turn, to be ended there.
 	started bool
 	// keep leaves the question's inbox record in the store for the next
@@ -122,7 +127,7 @@ func (b *Bot) runTurn(j *job) {
 	defer cancelTimeout()
 	t.ctx = ctx
 	defer t.traceTurn()()
-	defer b.track(t.res.id, &runningTurn{cancel: cancel, channel: t.in.Key.Channel})()
+	defer b.track(t.res.id, &runningTurn{cancel: cancel, channel: t.in.Key.Channel, thread: t.in.Key.Thread})()
 	b.metrics.running.Inc()
 	defer b.metrics.running.Dec()
 
@@ -165,11 +170,14 @@ func (t *turnRun) run() {
 	// The thread's session is read here, once, for everything the turn
 	// decides with it.
 	loaded, err := b.cfg.Turns.Load(t.post, in.Key)
+	var note string
 	if t.j.recovered != nil {
 		t.started = true // the claim started it
-		if !b.announceRecovery(t.post, t.j, t.res.id, loaded, err, t.log) {
+		var goOn bool
+		if note, goOn = b.announceRecovery(t.post, t.j, t.res.id, loaded, err, t.log); !goOn {
 			return
 		}
+		note = t.announce(note)
 	}
 	var bound binding
 	if err == nil {
@@ -177,6 +185,7 @@ func (t *turnRun) run() {
 	}
 	if err == nil && bound.refusal != "" {
 		// Nothing is read and no turn is stored: the thread hears why.
+		t.postNote(note)
 		b.postOut(t.post, in, render.Outgoing{Text: bound.refusal}, t.log)
 		b.metrics.turns.WithLabelValues(bound.outcome).Inc()
 		t.log.Info("turn", "user", in.User, "outcome", bound.outcome, "duration", time.Since(t.start).Round(time.Millisecond))
@@ -186,8 +195,7 @@ func (t *turnRun) run() {
 		return
 	}
 	b.react(t.post, in, reactWorking)
-	b.setStatus(t.post, in, "is reading the repository…")
-	t.prog = newProgress(b, in, t.res.id)
+	t.showWork(note)
 	// The checkout is held until the answer is posted: its citations are
 	// checked against the commit the tools read.
 	if err == nil {
@@ -208,10 +216,17 @@ func (t *turnRun) answer(loaded turn.Loaded, question string) error {
 	if co.commit != "" { // a checkout that is not a git one has none
 		t.log = t.log.With("commit", co.commit)
 	}
+	ctx := t.ctx
+	var obs turn.Observer = t.prog
+	if t.stream != nil {
+		obs = t.stream
+		t.stream.text.bind(t.post, co.lease, answerHome(co))
+		ctx = llm.WithText(ctx, t.stream.text.heard)
+	}
 	req := turn.Request{
 		Key: t.in.Key, Session: loaded, Lease: co.lease, Repo: co.repo, Channel: t.in.Key.Channel,
 		Question: question, User: t.in.User, MsgTS: t.in.TS, TurnID: t.res.id,
-		Observer: t.prog, Log: t.log,
+		Observer: obs, Log: t.log,
 		Cut: func() bool {
 			return t.b.cfg.Recovery != RecoverReport && errors.Is(context.Cause(t.ctx), errShutdown)
 		},
@@ -219,9 +234,9 @@ func (t *turnRun) answer(loaded turn.Loaded, question string) error {
 	var err error
 	if rc := t.j.recovered; rc != nil {
 		req.Continues = rc.turn.ID
-		t.out, err = t.b.cfg.Turns.Resume(t.ctx, req, rc.mode == RecoverRerun)
+		t.out, err = t.b.cfg.Turns.Resume(ctx, req, rc.mode == RecoverRerun)
 	} else {
-		t.out, err = t.b.cfg.Turns.Run(t.ctx, req)
+		t.out, err = t.b.cfg.Turns.Run(ctx, req)
 	}
 	t.started = t.started || t.out.Started
 	if t.out.Compacted {
@@ -241,7 +256,7 @@ func (t *turnRun) conclude(err error) {
 	if errors.Is(err, session.ErrTurnExists) {
 		// Its turn was stored by a process that died before marking the
 		// message handed on; recoverTurns has it.
-		t.prog.finish()
+		t.endWork(false)
 		b.unreact(t.post, in, reactWorking)
 		b.metrics.turns.WithLabelValues(outcomeDuplicate).Inc()
 		t.log.Info("turn", "user", in.User, "outcome", outcomeDuplicate, "duration", time.Since(t.start).Round(time.Millisecond))
@@ -263,7 +278,7 @@ func (t *turnRun) conclude(err error) {
 		// the inbox, as the thread is told.
 		t.keep = state == session.TurnInterrupted && !t.started && t.j.intake != ""
 	}
-	t.prog.finish()
+	t.endWork(err == nil && !takenOver)
 	res.steps, res.toolCalls, res.usage = t.out.Steps, t.out.ToolCalls, t.out.Usage
 
 	switch {
@@ -277,6 +292,9 @@ func (t *turnRun) conclude(err error) {
 		// the last step was stored: the one that took it posts the answer.
 		res.outcome = outcomeTakenOver
 		t.log.Warn("turn taken over before the answer was posted; leaving the answer to the process that took it")
+		if t.stream != nil {
+			t.stream.close()
+		}
 		b.unreact(t.post, in, reactWorking)
 	case err == nil:
 		t.deliver()
@@ -292,9 +310,12 @@ func (t *turnRun) deliver() {
 	t.res.outcome = outcomeAnswered
 	posted := 0
 	if t.j.recovered != nil {
-		posted = len(t.j.recovered.turn.Parts)
+		posted, _, _ = streamRecords(t.j.recovered.turn.Parts)
 	}
-	b.postAnswer(t.post, in, b.cite(t.co, t.out), t.co, t.res, t.out.ThreadUsage, posted, time.Since(t.start), t.log)
+	answer := b.cite(t.co, t.out)
+	if t.stream == nil || !t.stream.finish(answer, answerFooter(t.co, t.res, t.out.ThreadUsage, time.Since(t.start)), answerHome(t.co)) {
+		b.postAnswer(t.post, in, answer, t.co, t.res, t.out.ThreadUsage, posted, time.Since(t.start), t.log)
+	}
 	// Ended at once, before anything cosmetic: a crash between the post
 	// and this write is the one window in which a restart finds the turn
 	// unfinished with its answer posted (claim checks the thread for it).

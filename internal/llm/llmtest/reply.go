@@ -42,6 +42,9 @@ type Reply struct {
 	// WaitAfterText, when streaming, sends the text before waiting on
 	// Wait, so a client shows it while the answer is unfinished.
 	WaitAfterText bool
+	// After, with WaitAfterText, is more text sent once Wait opens: an
+	// answer that pauses halfway.
+	After string
 	// Hang never answers: the request ends when the client goes away.
 	Hang bool
 	// Cut ends a stream after its text and calls, without a finish
@@ -131,7 +134,7 @@ func (rep Reply) write(w http.ResponseWriter, r *http.Request, req Request, piec
 	m := rep.message(req)
 	if !stream {
 		w.Header().Set("Content-Type", "application/json")
-		msg := map[string]any{"role": "assistant", "content": rep.Content}
+		msg := map[string]any{"role": "assistant", "content": rep.Content + rep.After}
 		if len(m.calls) > 0 {
 			msg["tool_calls"] = m.calls
 		}
@@ -243,6 +246,9 @@ func (rep Reply) stream(w http.ResponseWriter, r *http.Request, req Request, m m
 	}
 	if rep.Wait != nil && rep.WaitAfterText && !wait(r, rep.Wait) {
 		return
+	}
+	for _, p := range pieces(rep.After, piece) {
+		send(delta(map[string]any{"content": p}), nil)
 	}
 	send([]any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": m.finish}}, nil)
 	send([]any{}, map[string]any{"usage": m.usage})

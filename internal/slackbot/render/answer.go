@@ -108,6 +108,16 @@ func repoAt(repo, commit string) string {
 	}
 }
 
+// AnswerMarkdown is the answer's Markdown as Slack is sent it, before it
+// is cut into messages: mention tokens neutralised and the hosts of links
+// that leave the home web views shown. A streamed answer renders each
+// verified prefix through it, so that what streams is what the message UI
+// would post.
+func AnswerMarkdown(markdown string, home ...string) string {
+	md := Neutralize(strings.Trim(strings.ReplaceAll(markdown, "\r\n", "\n"), "\n"))
+	return showLinkHosts(md, home)
+}
+
 // emptyAnswer stands in for an answer with no text: Slack rejects an empty
 // markdown block, and the reader should know the model said nothing.
 const emptyAnswer = "_(The model returned no answer text.)_"
@@ -131,8 +141,7 @@ const emptyAnswer = "_(The model returned no answer text.)_"
 // and every link that leaves the home web views (the repository's, given
 // as base URLs) shows its host (see showLinkHosts).
 func AnswerMessages(markdown string, footer Footer, home ...string) []Outgoing {
-	md := Neutralize(strings.Trim(strings.ReplaceAll(markdown, "\r\n", "\n"), "\n"))
-	md = showLinkHosts(md, home)
+	md := AnswerMarkdown(markdown, home...)
 	if strings.TrimSpace(md) == "" {
 		md = emptyAnswer
 	}

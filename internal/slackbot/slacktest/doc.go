@@ -8,7 +8,10 @@
 //
 // What the fake does, in Slack's own wire format:
 //   - Web API methods the bot uses (auth.test, chat.*, reactions.*,
-//     assistant.threads.setStatus, conversations.replies/info, users.info), with token
+//     assistant.threads.setStatus, conversations.replies/info, users.info, the
+//     streaming chat.startStream/appendStream/stopStream with their chunks, 12,000
+//     character limit and message_not_in_streaming_state after a stop or an age,
+//     agents.sessions.setStatus and the agent_session_stopped event), with token
 //     checks, Slack's error codes for the mistakes a bot can make (no_text,
 //     invalid_blocks, markdown_text_conflict, message_not_found, already_reacted, …),
 //     monotonically increasing message timestamps and a thread-aware message store.

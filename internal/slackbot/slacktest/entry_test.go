@@ -1,24 +1,12 @@
 package slacktest_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/slack-go/slack"
 
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
-
-func slackErr(err error) string {
-	var se slack.SlackErrorResponse
-	if errors.As(err, &se) {
-		return se.Err
-	}
-	if err != nil {
-		return err.Error()
-	}
-	return ""
-}
 
 func modal(title string) slack.ModalViewRequest {
 	return slack.ModalViewRequest{

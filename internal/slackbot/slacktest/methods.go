@@ -40,22 +40,31 @@ func validateContent(p url.Values, c *Call, needContent bool) apiError {
 	if utf8.RuneCountInString(text) > maxTextRunes {
 		return "msg_too_long"
 	}
-	if blocks != "" {
-		var raw []json.RawMessage
-		if err := json.Unmarshal([]byte(blocks), &raw); err != nil {
-			return "invalid_blocks_format"
-		}
-		if len(raw) > maxBlocks || len(c.Blocks) != len(raw) {
-			return "invalid_blocks"
-		}
-		for _, b := range c.Blocks {
-			if t, _ := b["type"].(string); t == "" {
-				return "invalid_blocks"
-			}
-		}
+	if code := validateBlocks(blocks, c); code != "" {
+		return code
 	}
 	if needContent && text == "" && blocks == "" && md == "" && p.Get("attachments") == "" {
 		return "no_text"
+	}
+	return ""
+}
+
+// validateBlocks checks a blocks parameter: JSON, at most 50, each typed.
+func validateBlocks(blocks string, c *Call) apiError {
+	if blocks == "" {
+		return ""
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal([]byte(blocks), &raw); err != nil {
+		return "invalid_blocks_format"
+	}
+	if len(raw) > maxBlocks || len(c.Blocks) != len(raw) {
+		return "invalid_blocks"
+	}
+	for _, b := range c.Blocks {
+		if t, _ := b["type"].(string); t == "" {
+			return "invalid_blocks"
+		}
 	}
 	return ""
 }

@@ -56,6 +56,9 @@ type Config struct {
 	// EchoBotPosts makes every successful chat.postMessage come back as a message
 	// event, as Slack does for an app subscribed to message.channels or message.im.
 	EchoBotPosts bool
+	// StreamMaxAge is how long a streamed message takes appends
+	// (DefaultStreamMaxAge when 0).
+	StreamMaxAge time.Duration
 	Logger       *slog.Logger
 }
 

@@ -69,6 +69,13 @@ type Message struct {
 	Ephemeral bool
 	Recipient string
 	Deleted   bool
+	// Streaming is set while a message started with chat.startStream
+	// takes appends; Chunks are the chunks it was sent, in order, and
+	// TaskDisplayMode the mode it was started with. MarkdownText holds
+	// its text as streamed so far.
+	Streaming       bool
+	Chunks          []Block
+	TaskDisplayMode string
 	// Via is the Web API method or "event" that created the message.
 	Via string
 	At  time.Time
@@ -191,6 +198,7 @@ type State struct {
 	Calls     []Call
 	Messages  []Message
 	Statuses  []Status
+	Sessions  []SessionStatus
 	Envelopes []Envelope
 	Acks      []Ack
 	Conns     []Conn
@@ -291,6 +299,7 @@ func (st *State) clone() *State {
 		Calls:     slices.Clone(st.Calls),
 		Messages:  slices.Clone(st.Messages),
 		Statuses:  slices.Clone(st.Statuses),
+		Sessions:  slices.Clone(st.Sessions),
 		Envelopes: slices.Clone(st.Envelopes),
 		Acks:      slices.Clone(st.Acks),
 		Conns:     slices.Clone(st.Conns),
@@ -301,6 +310,7 @@ func (st *State) clone() *State {
 	for i := range c.Messages {
 		c.Messages[i].Edits = slices.Clone(c.Messages[i].Edits)
 		c.Messages[i].Reactions = slices.Clone(c.Messages[i].Reactions)
+		c.Messages[i].Chunks = slices.Clone(c.Messages[i].Chunks)
 	}
 	return c
 }
