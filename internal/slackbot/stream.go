@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/tracing"
 	"github.com/askrepo/askrepo/internal/turn"
 
 	"github.com/askrepo/askrepo/internal/slackbot/render"
@@ -33,6 +34,9 @@ type stream struct {
 	in     inbound
 	turnID string
 	turn   context.Context
+	// calls is the context the stream's calls are made under: the bot's,
+	// so they outlive a Stop or a timeout, carrying the turn's trace.
+	calls  context.Context
 	log    *slog.Logger
 	counts *turnCounts
 	text   *streamText
@@ -75,6 +79,7 @@ func (b *Bot) startStream(ctx, turnCtx context.Context, in inbound, turnID strin
 	_, _, done := streamRecords(parts)
 	s := &stream{
 		b: b, in: in, turnID: turnID, log: log, parts: len(parts), turn: turnCtx,
+		calls:    tracing.Carry(ctx, b.slackCtx),
 		counts:   newTurnCounts(b),
 		kick:     make(chan struct{}, 1),
 		urgent:   make(chan struct{}, 1),
@@ -103,7 +108,7 @@ func (s *stream) open(ctx context.Context, text string) error {
 		opts = append(opts, slack.MsgOptionMarkdownText(text))
 	}
 	var ts string
-	err := s.retry(ctx, "chat.startStream", func() (err error) {
+	err := s.retry(ctx, "chat.startStream", func(ctx context.Context) (err error) {
 		_, ts, err = s.b.api.StartStreamContext(ctx, s.in.Key.Channel, opts...)
 		return err
 	})
@@ -149,9 +154,13 @@ func (s *stream) team() string {
 
 // retry makes one Slack call, waiting out rate limits: Slack did not act
 // on a call it answered 429, so sending it again shows nothing twice.
-func (s *stream) retry(ctx context.Context, method string, call func() error) error {
+func (s *stream) retry(ctx context.Context, method string, call func(context.Context) error) error {
 	for {
-		err := call()
+		// Each attempt is a span of the turn's trace, as the poster's
+		// calls are.
+		cctx, end := s.b.cfg.Tracer.Call(ctx, method, tracing.Attr{Key: "slack.channel", Value: s.in.Key.Channel})
+		err := call(cctx)
+		end(err)
 		if err == nil {
 			return nil
 		}
@@ -247,7 +256,7 @@ func (s *stream) write() {
 // slackCtx bounds the stream's calls: they outlive a Stop or a timeout,
 // since the thread must end up right, but not the grace after a shutdown.
 func (s *stream) slackCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(s.b.slackCtx, time.Minute)
+	return context.WithTimeout(s.calls, time.Minute)
 }
 
 // flush sends what is queued, with the text verified so far.
@@ -318,7 +327,7 @@ func (s *stream) appendBatch(ctx context.Context, batch []slack.StreamChunk, n i
 	}
 	pace := s.b.paces.bucket(s.team(), s.b.cfg.AppendsPerMinute)
 	for attempt := 0; ; attempt++ {
-		err := s.retry(ctx, "chat.appendStream", func() error {
+		err := s.retry(ctx, "chat.appendStream", func(ctx context.Context) error {
 			if err := pace.wait(ctx); err != nil {
 				return err
 			}
@@ -380,7 +389,7 @@ func (s *stream) stop(ctx context.Context, blocks []slack.Block) error {
 	if len(blocks) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(blocks...))
 	}
-	err := s.retry(ctx, "chat.stopStream", func() error {
+	err := s.retry(ctx, "chat.stopStream", func(ctx context.Context) error {
 		_, _, err := s.b.api.StopStreamContext(ctx, s.in.Key.Channel, s.ts, opts...)
 		return err
 	})

@@ -13,6 +13,8 @@ import (
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot/render"
 	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
+	"github.com/askrepo/askrepo/internal/tracing"
+	"github.com/askrepo/askrepo/internal/tracing/tracingtest"
 )
 
 // streamed is harness options for the streamed UI over a model that
@@ -456,5 +458,55 @@ func answering(answer string) llmtest.Script {
 			rep.Content = answer
 		}
 		return rep
+	}
+}
+
+// The feedback buttons the stream ends with rate the turn as those under a
+// posted answer do.
+func TestStreamedAnswerFeedback(t *testing.T) {
+	h := newHarness(t, streamed(readThenAnswer, nil))
+	root := h.mention("C1", "what is this", "")
+	h.waitTurns(1)
+	h.waitReaction("C1", root, reactDone)
+	turnID := h.logLines("turn")[0]["turn"].(string)
+	m := streams(h.slack.Snapshot(), root)[0]
+	click(t, h.slack, slacktest.FeedbackClick{User: "U1", Channel: "C1", MessageTS: m.TS, Positive: true})
+	waitLog(t, h, "feedback recorded", 1)
+	diff(t, "after 👍 on the streamed answer", []session.Feedback{{TurnID: turnID, User: "U1", Rating: session.RatingUp}}, feedbackOf(t, h.store))
+}
+
+// A streamed turn is traced as a posted one: its stream calls are spans
+// under the turn's.
+func TestStreamedTurnIsTraced(t *testing.T) {
+	rec := tracingtest.New(t)
+	tr, err := tracing.New(t.Context(), tracing.Config{Endpoint: rec.Endpoint(), Model: "fake-model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, streamed(readThenAnswer, func(c *Config) { c.Tracer = tr }))
+	root := h.mention("C1", "what is this", "")
+	h.waitTurns(1)
+	h.waitReaction("C1", root, reactDone)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	var turnSpan tracingtest.Span
+	for _, s := range rec.Spans() {
+		count[s.Name]++
+		if s.Name == "invoke_agent" {
+			turnSpan = s
+		}
+	}
+	if count["invoke_agent"] != 1 || count["chat.startStream"] != 1 || count["chat.appendStream"] < 1 || count["chat.stopStream"] != 1 {
+		t.Fatalf("spans %v; want the turn with one chat.startStream, its appends and one chat.stopStream", count)
+	}
+	for _, s := range rec.Spans() {
+		if strings.HasPrefix(s.Name, "chat.") && strings.Contains(s.Name, "Stream") && (s.TraceID != turnSpan.TraceID || s.Parent != turnSpan.SpanID) {
+			t.Errorf("span %q is not a child of the turn's span", s.Name)
+		}
 	}
 }

@@ -183,6 +183,20 @@ func (s *Span) Into(ctx context.Context) context.Context {
 	return trace.ContextWithSpan(context.WithValue(ctx, turnKey{}, s.conversation), s.span)
 }
 
+// Carry returns to carrying the turn's span that from carries, if any: for
+// work a turn hands to a context of its own (a writer that outlives a
+// cancelled turn), so that work is still traced as the turn's.
+func Carry(from, to context.Context) context.Context {
+	span := trace.SpanFromContext(from)
+	if !span.SpanContext().IsValid() {
+		return to
+	}
+	if id, ok := from.Value(turnKey{}).(string); ok {
+		to = context.WithValue(to, turnKey{}, id)
+	}
+	return trace.ContextWithSpan(to, span)
+}
+
 // End ends the turn's span with its token totals and its error, if any.
 func (s *Span) End(usage llm.Usage, err error) {
 	if s == nil {
