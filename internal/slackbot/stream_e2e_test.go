@@ -487,20 +487,7 @@ func TestStreamedTurnIsTraced(t *testing.T) {
 	root := h.mention("C1", "what is this", "")
 	h.waitTurns(1)
 	h.waitReaction("C1", root, reactDone)
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	var turnSpan tracingtest.Span
-	for _, s := range rec.Spans() {
-		count[s.Name]++
-		if s.Name == "invoke_agent" {
-			turnSpan = s
-		}
-	}
+	count, turnSpan := tracedSpans(t, h, tr, rec)
 	if count["invoke_agent"] != 1 || count["chat.startStream"] != 1 || count["chat.appendStream"] < 1 || count["chat.stopStream"] != 1 {
 		t.Fatalf("spans %v; want the turn with one chat.startStream, its appends and one chat.stopStream", count)
 	}

@@ -33,21 +33,7 @@ func TestTurnIsTraced(t *testing.T) {
 	root := h.mention("C1", "what does this repo do?", "")
 	h.waitReaction("C1", root, reactDone)
 	summary := h.waitTurns(1)[0]
-	if err := h.stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-
-	count := map[string]int{}
-	var turnSpan tracingtest.Span
-	for _, s := range rec.Spans() {
-		count[s.Name]++
-		if s.Name == "invoke_agent" {
-			turnSpan = s
-		}
-	}
+	count, turnSpan := tracedSpans(t, h, tr, rec)
 	if count["invoke_agent"] != 1 || count["chat fake-model"] < 1 || count["execute_tool read_file"] != 1 || count["chat.postMessage"] < 1 {
 		t.Fatalf("spans %v; want one invoke_agent with chat, execute_tool read_file and chat.postMessage spans", count)
 	}
@@ -75,4 +61,25 @@ func TestTurnUntracedByDefault(t *testing.T) {
 	if _, ok := h.bot.poster.api.(tracedChat); ok {
 		t.Error("the poster's Slack calls are wrapped with tracing off")
 	}
+}
+
+// tracedSpans stops the bot, flushes the tracer and counts the spans rec
+// received by name, with the turn's span.
+func tracedSpans(t *testing.T, h *harness, tr *tracing.Tracer, rec *tracingtest.Receiver) (map[string]int, tracingtest.Span) {
+	t.Helper()
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	var turnSpan tracingtest.Span
+	for _, s := range rec.Spans() {
+		count[s.Name]++
+		if s.Name == "invoke_agent" {
+			turnSpan = s
+		}
+	}
+	return count, turnSpan
 }
