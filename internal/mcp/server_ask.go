@@ -142,9 +142,9 @@ func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) 
 	if err != nil {
 		return nil, repo, err
 	}
-	lease, err := s.opts.Repos.Acquire(ctx, repo)
+	lease, err := s.acquire(ctx, a, repo)
 	if err != nil {
-		return nil, repo, fmt.Errorf("repository %s cannot be read now: %w", repo, err)
+		return nil, repo, err
 	}
 	defer lease.Release()
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.opts.TurnTimeout, defaultTurnTimeout))
