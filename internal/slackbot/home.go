@@ -15,6 +15,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 )
 
 // The Home tab: what a person can ask about, their recent threads, their
@@ -220,7 +221,7 @@ func (b *Bot) threadLink(t session.Turn) string {
 	if utf8.RuneCountInString(label) > 80 {
 		label = string([]rune(label)[:80]) + "…"
 	}
-	label = strings.ReplaceAll(escape(label), "|", "¦")
+	label = strings.ReplaceAll(render.Typed(label), "|", "¦")
 	if label == "" {
 		label = "(no question)"
 	}
