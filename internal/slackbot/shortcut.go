@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"strings"
 	"time"
@@ -158,13 +159,19 @@ func shortcutContext(text string) string {
 	}
 	var b strings.Builder
 	b.WriteString("\n\nThe question is about this message from the conversation:\n<message>\n")
-	b.WriteString(text)
+	b.WriteString(quoteTagRE.ReplaceAllString(text, "&lt;$1"))
 	b.WriteString("\n</message>")
 	for _, l := range fileLinks(text) {
 		b.WriteString("\n" + l)
 	}
 	return b.String()
 }
+
+// quoteTagRE finds the message's own tags of the quote, in any case: the
+// message is someone else's words, and a "</message>" in it (a bot's or
+// an integration's message is not escaped as a person's is) would end
+// the quote early and pass what follows for the asker's.
+var quoteTagRE = regexp.MustCompile(`(?i)<(/?\s*message)`)
 
 // blobLinkRE matches a link to a file at a revision, as GitHub, GitLab,
 // Gitea and Forgejo write it, with optional lines: …/blob/REF/PATH#L10-L20
@@ -183,8 +190,8 @@ func fileLinks(text string) []string {
 	var out []string
 	for _, m := range blobLinkRE.FindAllStringSubmatch(text, maxLinks) {
 		ref, path := m[1], m[2]
-		if strings.Contains(path, "..") {
-			continue
+		if !fs.ValidPath(path) {
+			continue // "..", ".", an absolute or empty part: not a file of a checkout
 		}
 		switch {
 		case m[3] != "" && m[4] != "":
