@@ -269,6 +269,9 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// mrkdwn is a section of text sent verbatim, as every mrkdwn text the bot
+// sends: Slack then links only the tokens written out, never a channel
+// name or a mention it would find in what people typed.
 func mrkdwn(text string) slack.Block {
-	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil)
+	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, true), nil, nil)
 }
