@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -109,4 +110,20 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set(k, v)
 	}
 	return t.base.RoundTrip(r)
+}
+
+// sameOrigin is the CheckRedirect of a server's HTTP client: a redirect is
+// followed only within the server's own origin (scheme, host and port).
+// headerTransport adds the credentials to every request the client
+// sends, so a redirect elsewhere (a moved host, an open redirect) would
+// hand them to whoever it names.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return fmt.Errorf("stopped after %d redirects", len(via))
+	}
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("the server redirected to %s://%s, not its own origin; set its url to where it is now", req.URL.Scheme, req.URL.Host)
+	}
+	return nil
 }

@@ -154,7 +154,7 @@ func (s *upstream) transport() sdk.Transport {
 	}
 	return &sdk.StreamableClientTransport{
 		Endpoint:             s.spec.URL,
-		HTTPClient:           &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.cred.headers}},
+		HTTPClient:           &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.cred.headers}, CheckRedirect: sameOrigin},
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
 	}
