@@ -190,7 +190,7 @@ func (s *Server) conversation(ctx context.Context, a *access, key session.Key, i
 	loaded, err := s.opts.Turns.Load(ctx, key)
 	switch {
 	case err != nil:
-		return turn.Loaded{}, "", err
+		return turn.Loaded{}, "", s.hidden(a, "load an ask's conversation", err)
 	case !loaded.Found || !a.may(loaded.Session.Repo):
 		return turn.Loaded{}, "", unknown
 	case in.Repo != "" && in.Repo != loaded.Session.Repo:

@@ -105,3 +105,12 @@ func (s *Server) acquire(ctx context.Context, a *access, repo string) (*repos.Le
 	s.log.Warn("mcp call cannot lease its repository", "token", a.name, "repo", repo, "ref", ref, "err", err)
 	return nil, fmt.Errorf("repository %s is not available now (its checkout is being made or updated); try again in a minute, or tell askrepo's operators the reference %s", repo, ref)
 }
+
+// hidden is a failure of askrepo's own (its store) as the caller reads it:
+// a reference to the log line that has err, whose words (a database's
+// host or file, a driver's message) are the operators'.
+func (s *Server) hidden(a *access, what string, err error) error {
+	ref := newID(3)
+	s.log.Error("mcp call failed: "+what, "token", a.name, "ref", ref, "err", err)
+	return fmt.Errorf("askrepo could not %s; try again, or tell askrepo's operators the reference %s", what, ref)
+}

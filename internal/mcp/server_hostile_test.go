@@ -1,13 +1,20 @@
 package mcp_test
 
 import (
+	"context"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/mcp"
 	"github.com/askrepo/askrepo/internal/repos"
+	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // A repository whose clone fails is refused in words of its own: the
@@ -46,6 +53,44 @@ func TestUnavailableRepositoryShowsNoHostDetail(t *testing.T) {
 			if strings.Contains(got, leak) {
 				t.Errorf("%s: the refusal shows %q: %s", tc.tool, leak, got)
 			}
+		}
+	}
+}
+
+// A store that fails is the operators' to hear about: a follow-up's
+// caller gets a reference, not the store's words (a database's host or
+// file, its driver's message).
+func TestStoreFailureShowsNoStoreDetail(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	dbPath := filepath.Join(t.TempDir(), "askrepo-private-store.db")
+	store, err := session.OpenSQLite(t.Context(), dbPath, session.SQLiteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := turn.New(turn.Config{Store: store, Agent: agent.Config{Model: llm.NewDemo()},
+		Tools: func(_ context.Context, l *repos.Lease, _ string) agent.Toolbox {
+			return tools.NewRegistry(tools.Default(l.Workspace, tools.Options{})...)
+		}, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcp.New(mcp.Options{Repos: f.repos, Turns: runner, Store: store,
+		Tokens: []config.MCPToken{{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	f.url = hs.URL
+	cs := f.connect(t, ciToken)
+	_ = store.Close()
+	got, isErr := call(t, cs, mcp.AskName, map[string]any{"question": "and then?", "conversation": strings.Repeat("ab", 16)})
+	if !isErr || !strings.Contains(got, "reference") {
+		t.Errorf("ask over a failed store: %v %q, want a refusal with a reference", isErr, got)
+	}
+	for _, leak := range []string{"sql", "database", "askrepo-private-store", "session"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("the refusal shows %q: %s", leak, got)
 		}
 	}
 }
