@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -224,7 +225,19 @@ func (a *access) resolve(repo string) (string, error) {
 	case repo == "":
 		return "", fmt.Errorf("name the repository to read in the repo argument: one of %s", strings.Join(a.repos, ", "))
 	case !a.may(repo):
-		return "", fmt.Errorf("unknown repository %q; the repositories you may read are: %s", repo, strings.Join(a.repos, ", "))
+		return "", fmt.Errorf("unknown repository %s; the repositories you may read are: %s", quoted(repo), strings.Join(a.repos, ", "))
 	}
 	return repo, nil
+}
+
+// maxQuoted is how much of an argument a refusal quotes back.
+const maxQuoted = 80
+
+// quoted is s as a refusal quotes it: in Go syntax, cut to maxQuoted
+// characters, so that a huge argument is not sent back whole.
+func quoted(s string) string {
+	if r := []rune(s); len(r) > maxQuoted {
+		return strconv.Quote(string(r[:maxQuoted])) + "…"
+	}
+	return strconv.Quote(s)
 }

@@ -183,7 +183,7 @@ func (s *Server) conversation(ctx context.Context, a *access, key session.Key, i
 		}
 		return turn.Loaded{}, repo, nil
 	}
-	unknown := refuse(fmt.Errorf("unknown conversation %q; leave conversation out to start a new one", in.Conversation))
+	unknown := refuse(fmt.Errorf("unknown conversation %s; leave conversation out to start a new one", quoted(in.Conversation)))
 	if !conversationRE.MatchString(in.Conversation) {
 		return turn.Loaded{}, "", unknown
 	}
@@ -194,7 +194,7 @@ func (s *Server) conversation(ctx context.Context, a *access, key session.Key, i
 	case !loaded.Found || !a.may(loaded.Session.Repo):
 		return turn.Loaded{}, "", unknown
 	case in.Repo != "" && in.Repo != loaded.Session.Repo:
-		return turn.Loaded{}, "", refuse(fmt.Errorf("this conversation is about %s; leave repo out, or leave conversation out to ask about %s in a new one", loaded.Session.Repo, in.Repo))
+		return turn.Loaded{}, "", refuse(fmt.Errorf("this conversation is about %s; leave repo out, or leave conversation out to ask about %s in a new one", loaded.Session.Repo, quoted(in.Repo)))
 	}
 	return loaded, loaded.Session.Repo, nil
 }

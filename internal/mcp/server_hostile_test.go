@@ -94,3 +94,24 @@ func TestStoreFailureShowsNoStoreDetail(t *testing.T) {
 		}
 	}
 }
+
+// A refusal quotes what the caller sent only in short: a huge argument
+// is not sent back whole, to fill the caller's context.
+func TestRefusalQuotesHugeArgumentsInShort(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	cs := f.connect(t, ciToken)
+	huge := strings.Repeat("x", 200_000)
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"repo": huge, "path": "README.md"}},
+		{mcp.AskName, map[string]any{"repo": huge, "question": "what is this?"}},
+		{mcp.AskName, map[string]any{"conversation": huge, "question": "and then?"}},
+	} {
+		got, isErr := call(t, cs, tc.tool, tc.args)
+		if !isErr || len(got) > 1000 {
+			t.Errorf("%s: %v, a refusal of %d bytes, want a short one", tc.tool, isErr, len(got))
+		}
+	}
+}
