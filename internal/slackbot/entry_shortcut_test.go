@@ -199,3 +199,48 @@ func TestShortcutQuoteCannotEndItself(t *testing.T) {
 		t.Errorf("the model's question %q has %d ends of a quote, want 1", asked, n)
 	}
 }
+
+// The modal's question is asked by the person it was opened for: a
+// submission of it by anyone else asks nothing.
+func TestShortcutSubmittedByAnotherUserAsksNothing(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	_, view, ok := h.askAbout("C1", "some text")
+	if !ok {
+		t.Fatal("no modal opened")
+	}
+	env, err := h.slack.SubmitViewAs("U3", view.ID, map[string]map[string]string{questionBlock: {questionAction: "why?"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := h.slack.WaitAck(h.ctx(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ack.Payload), `"response_action":"errors"`) {
+		t.Errorf("ack %s: want the modal to show an error", ack.Payload)
+	}
+	barrier := h.mention("C1", "barrier", "")
+	h.waitReaction("C1", barrier, reactDone)
+	for _, m := range h.slack.Snapshot().BotMessages("C1", "", slacktest.DefaultBotID) {
+		if strings.Contains(m.Text, "asked about this message") {
+			t.Errorf("posted %q for a submission by another user", m.Text)
+		}
+	}
+	if n := len(h.waitTurns(1)); n != 1 {
+		t.Errorf("%d turns, want only the barrier's", n)
+	}
+}
+
+// A message whose text grows when encoded (quotes, line breaks, "&")
+// still opens the modal: the quote is cut to what private_metadata holds.
+func TestShortcutQuoteFitsTheModal(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	long := strings.Repeat("\"a\" & <b>\n", 300)
+	_, view, ok := h.askAbout("C1", long)
+	if !ok {
+		t.Fatal("no modal opened for a long message")
+	}
+	if !strings.Contains(view.PrivateMetadata, `\"a\"`) {
+		t.Errorf("private_metadata %.200s…: want the message's start", view.PrivateMetadata)
+	}
+}

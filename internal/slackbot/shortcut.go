@@ -1,6 +1,7 @@
 package slackbot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,6 +47,33 @@ type shortcutTarget struct {
 	// Reply is the shortcut's response_url, to tell the asker alone if
 	// the question cannot be posted.
 	Reply string `json:"r,omitempty"`
+	// User is who the modal was opened for, the only one who may submit
+	// it ("" in a modal opened before it was kept).
+	User string `json:"u,omitempty"`
+}
+
+// maxMetadata is Slack's limit on a view's private_metadata, in characters.
+const maxMetadata = 3000
+
+// encode is t as private_metadata: its quote cut further when the
+// encoded form (line breaks and quotes escaped) would not fit, since
+// Slack refuses the whole modal then.
+func (t shortcutTarget) encode() (string, error) {
+	for {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(t); err != nil {
+			return "", err
+		}
+		meta := strings.TrimSuffix(buf.String(), "\n")
+		over := utf8.RuneCountInString(meta) - maxMetadata
+		if over <= 0 || t.Quote == "" {
+			return meta, nil
+		}
+		q := []rune(strings.TrimSuffix(t.Quote, "…"))
+		t.Quote = string(q[:max(0, len(q)-over-1)]) + "…"
+	}
 }
 
 // onShortcut takes the shortcut's message_action and its modal's
@@ -92,7 +120,8 @@ func (b *Bot) openAsk(ctx context.Context, cb slack.InteractionCallback) {
 	if utf8.RuneCountInString(text) > maxQuote {
 		text = string([]rune(text)[:maxQuote]) + "…"
 	}
-	meta, err := json.Marshal(shortcutTarget{Channel: cb.Channel.ID, TS: cb.Message.Timestamp, Thread: cb.Message.ThreadTimestamp, Quote: text, Reply: cb.ResponseURL})
+	meta, err := shortcutTarget{Channel: cb.Channel.ID, TS: cb.Message.Timestamp, Thread: cb.Message.ThreadTimestamp,
+		Quote: text, Reply: cb.ResponseURL, User: cb.User.ID}.encode()
 	if err != nil {
 		b.log.Error("encode a shortcut's message", "err", err)
 		return
@@ -106,7 +135,7 @@ func (b *Bot) openAsk(ctx context.Context, cb slack.InteractionCallback) {
 	view := slack.ModalViewRequest{
 		Type:            slack.VTModal,
 		CallbackID:      modalCallback,
-		PrivateMetadata: string(meta),
+		PrivateMetadata: meta,
 		Title:           slack.NewTextBlockObject(slack.PlainTextType, "Ask askrepo", false, false),
 		Submit:          slack.NewTextBlockObject(slack.PlainTextType, "Ask", false, false),
 		Close:           slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false),
@@ -127,6 +156,10 @@ func (b *Bot) submitAsk(ctx context.Context, cb slack.InteractionCallback) (repl
 	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &t); err != nil || t.Channel == "" || t.TS == "" {
 		b.log.Warn("a shortcut's modal came back without its message", "view", cb.View.ID, "err", err)
 		return "This form has expired; please use the shortcut on the message again.", qe, false
+	}
+	if t.User != "" && t.User != cb.User.ID {
+		b.log.Warn("a shortcut's modal submitted by another user than it was opened for", "view", cb.View.ID, "user", cb.User.ID)
+		return "This form was opened by someone else; use the shortcut on the message yourself.", qe, false
 	}
 	team := cb.Team.ID
 	if team == "" {
