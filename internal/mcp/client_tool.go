@@ -69,6 +69,10 @@ func (t *remoteTool) Run(ctx context.Context, input json.RawMessage) (tools.Outp
 			return tools.Output{}, ctx.Err()
 		}
 		t.srv.suspect()
+		if t.srv.oversize.Swap(false) {
+			return tools.Output{}, fmt.Errorf("the %s server's result was larger than %d bytes, askrepo's limit, so it was not read; ask it for less, with narrower arguments",
+				t.srv.spec.Name, t.srv.opts.maxResponse)
+		}
 		return tools.Output{}, fmt.Errorf("the %s server failed this call (%s); it is being checked and restarted if needed: try again later or go on without it",
 			t.srv.spec.Name, t.srv.cred.line(err.Error()))
 	}
