@@ -98,8 +98,9 @@ type Server struct {
 	// asks holds a token for each ask running, when MaxAsks bounds them.
 	asks chan struct{}
 
-	mu   sync.Mutex
-	busy map[session.Key]bool // conversations with an ask running
+	mu      sync.Mutex
+	busy    map[session.Key]bool // conversations with an ask running
+	running map[string]int       // asks running, by caller
 }
 
 // New builds a Server, and checks that every token's repositories exist.
@@ -111,7 +112,8 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log.With("component", "mcp"), servers: map[string]*sdk.Server{}, busy: map[session.Key]bool{}}
+	s := &Server{opts: opts, log: log.With("component", "mcp"), servers: map[string]*sdk.Server{}, busy: map[session.Key]bool{},
+		running: map[string]int{}}
 	m, err := newMetrics(opts.Registry)
 	if err != nil {
 		return nil, err

@@ -6,10 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/llm"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/mcp"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
@@ -113,5 +117,44 @@ func TestRefusalQuotesHugeArgumentsInShort(t *testing.T) {
 		if !isErr || len(got) > 1000 {
 			t.Errorf("%s: %v, a refusal of %d bytes, want a short one", tc.tool, isErr, len(got))
 		}
+	}
+}
+
+// One token cannot take every place for asks: it runs at most half of
+// them at once, so the others' asks still run.
+func TestOneTokenCannotTakeEveryAsk(t *testing.T) {
+	release := make(chan struct{})
+	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		if strings.Contains(r.LastUser(), "slow") {
+			return llmtest.Reply{Content: "done", Wait: release}
+		}
+		return llmtest.Reply{Content: "quick"}
+	})
+	model, err := llm.NewClient(llm.ClientConfig{BaseURL: ai.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, fixtureOptions{model: model, maxAsks: 2})
+	cs := f.connect(t, alphaToken)
+	done := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		_, res := ask(t, cs, map[string]any{"question": "slow"})
+		done <- res
+	}()
+	select {
+	case <-ai.Arrived():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow ask never reached the model")
+	}
+	_, res := ask(t, cs, map[string]any{"question": "another, in a new conversation"})
+	if !res.IsError || !strings.Contains(text(res), "this token") {
+		t.Errorf("a second ask of the same token while it holds its share: %v %q", res.IsError, text(res))
+	}
+	if _, res := ask(t, f.connect(t, ciToken), map[string]any{"question": "mine", "repo": "beta"}); res.IsError {
+		t.Errorf("another token's ask: %s", text(res))
+	}
+	close(release)
+	if res := <-done; res.IsError {
+		t.Errorf("the slow ask: %s", text(res))
 	}
 }
