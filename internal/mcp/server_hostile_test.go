@@ -13,13 +13,27 @@ import (
 	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/llm"
-	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/mcp"
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
 	"github.com/askrepo/askrepo/internal/turn"
 )
+
+// serveCI serves a server of opts with the ci token alone in f's place,
+// and connects to it with that token.
+func (f *fixture) serveCI(t *testing.T, opts mcp.Options) *sdk.ClientSession {
+	t.Helper()
+	opts.Tokens = []config.MCPToken{{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"}}
+	srv, err := mcp.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	f.url = hs.URL
+	return f.connect(t, ciToken)
+}
 
 // A repository whose clone fails is refused in words of its own: the
 // clone's error names the host's paths and the remote, which are the
@@ -33,15 +47,7 @@ func TestUnavailableRepositoryShowsNoHostDetail(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	srv, err := mcp.New(mcp.Options{Repos: m, Turns: f.runner, Store: f.store,
-		Tokens: []config.MCPToken{{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	f.url = hs.URL
-	cs := f.connect(t, ciToken)
+	cs := f.serveCI(t, mcp.Options{Repos: m, Turns: f.runner, Store: f.store})
 	for _, tc := range []struct {
 		tool string
 		args map[string]any
@@ -78,15 +84,7 @@ func TestStoreFailureShowsNoStoreDetail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcp.New(mcp.Options{Repos: f.repos, Turns: runner, Store: store,
-		Tokens: []config.MCPToken{{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	f.url = hs.URL
-	cs := f.connect(t, ciToken)
+	cs := f.serveCI(t, mcp.Options{Repos: f.repos, Turns: runner, Store: store})
 	_ = store.Close()
 	got, isErr := call(t, cs, mcp.AskName, map[string]any{"question": "and then?", "conversation": strings.Repeat("ab", 16)})
 	if !isErr || !strings.Contains(got, "reference") {
@@ -123,17 +121,7 @@ func TestRefusalQuotesHugeArgumentsInShort(t *testing.T) {
 // One token cannot take every place for asks: it runs at most half of
 // them at once, so the others' asks still run.
 func TestOneTokenCannotTakeEveryAsk(t *testing.T) {
-	release := make(chan struct{})
-	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
-		if strings.Contains(r.LastUser(), "slow") {
-			return llmtest.Reply{Content: "done", Wait: release}
-		}
-		return llmtest.Reply{Content: "quick"}
-	})
-	model, err := llm.NewClient(llm.ClientConfig{BaseURL: ai.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ai, model, release := slowModel(t, "quick")
 	f := newFixture(t, fixtureOptions{model: model, maxAsks: 2})
 	cs := f.connect(t, alphaToken)
 	done := make(chan *sdk.CallToolResult, 1)
