@@ -36,6 +36,9 @@ type ClientOptions struct {
 	// pause waits out the pause before a restart; nil means time.After.
 	// Tests see the pauses through it.
 	pause func(time.Duration) <-chan time.Time
+	// maxResponse bounds one HTTP response of a server; 0 means
+	// maxServerResponse. Tests lower it.
+	maxResponse int64
 }
 
 func (o *ClientOptions) now() time.Time { return o.Now() }
@@ -78,6 +81,9 @@ func NewClients(specs []config.MCPServer, opts ClientOptions) *Clients {
 	}
 	if opts.pause == nil {
 		opts.pause = time.After
+	}
+	if opts.maxResponse <= 0 {
+		opts.maxResponse = maxServerResponse
 	}
 	c := &Clients{opts: opts}
 	c.ctx, c.stop = context.WithCancel(context.Background())

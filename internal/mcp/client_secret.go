@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -97,10 +99,20 @@ func (c credentials) childEnv() []string {
 	return append(out, c.env...)
 }
 
-// headerTransport adds a server's headers to every request sent to it.
+// maxServerResponse bounds one HTTP response of a server, as the model's
+// answers are bounded: the SDK reads a response whole, and a server
+// could otherwise fill the service's memory.
+const maxServerResponse = 16 << 20
+
+// headerTransport adds a server's headers to every request sent to it,
+// and bounds each response it reads to limit bytes.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	limit   int64
+	// over is told of a response cut at the limit: the SDK drops the
+	// read's error for its own, and the call's caller should know why.
+	over func()
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -108,5 +120,48 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	for k, v := range t.headers {
 		r.Header.Set(k, v)
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && t.limit > 0 {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit, limit: t.limit, over: t.over}
+	}
+	return resp, err
+}
+
+// cappedBody fails a read past its limit rather than return more.
+type cappedBody struct {
+	io.ReadCloser
+	left, limit int64
+	over        func()
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		if b.over != nil {
+			b.over()
+			b.over = nil
+		}
+		return 0, fmt.Errorf("the server's response is larger than %d bytes, askrepo's limit; it was not read on", b.limit)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// sameOrigin is the CheckRedirect of a server's HTTP client: a redirect is
+// followed only within the server's own origin (scheme, host and port).
+// headerTransport adds the credentials to every request the client
+// sends, so a redirect elsewhere (a moved host, an open redirect) would
+// hand them to whoever it names.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return fmt.Errorf("stopped after %d redirects", len(via))
+	}
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("the server redirected to %s://%s, not its own origin; set its url to where it is now", req.URL.Scheme, req.URL.Host)
+	}
+	return nil
 }

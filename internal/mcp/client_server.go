@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,6 +41,10 @@ type upstream struct {
 	// proc is the stdio server's process of the current attempt; only
 	// run's goroutine touches it.
 	proc *exec.Cmd
+
+	// oversize is set when a response was cut at the limit, until the
+	// failed call reads it.
+	oversize atomic.Bool
 
 	mu       sync.Mutex
 	state    string
@@ -153,8 +158,9 @@ func (s *upstream) transport() sdk.Transport {
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
 	return &sdk.StreamableClientTransport{
-		Endpoint:             s.spec.URL,
-		HTTPClient:           &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.cred.headers}},
+		Endpoint: s.spec.URL,
+		HTTPClient: &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: s.cred.headers,
+			limit: s.opts.maxResponse, over: s.overLimit}, CheckRedirect: sameOrigin},
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
 	}
@@ -285,4 +291,11 @@ func (w *stderrLog) emit(line []byte) {
 		return
 	}
 	w.log.Info("MCP server stderr", "line", s)
+}
+
+// overLimit marks a response cut at ClientOptions' limit, for the call
+// that fails of it to say why.
+func (s *upstream) overLimit() {
+	s.oversize.Store(true)
+	s.log.Warn("MCP server response over the limit; not read on", "limit", s.opts.maxResponse)
 }

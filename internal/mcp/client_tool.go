@@ -69,6 +69,10 @@ func (t *remoteTool) Run(ctx context.Context, input json.RawMessage) (tools.Outp
 			return tools.Output{}, ctx.Err()
 		}
 		t.srv.suspect()
+		if t.srv.oversize.Swap(false) {
+			return tools.Output{}, fmt.Errorf("the %s server's result was larger than %d bytes, askrepo's limit, so it was not read; ask it for less, with narrower arguments",
+				t.srv.spec.Name, t.srv.opts.maxResponse)
+		}
 		return tools.Output{}, fmt.Errorf("the %s server failed this call (%s); it is being checked and restarted if needed: try again later or go on without it",
 			t.srv.spec.Name, t.srv.cred.line(err.Error()))
 	}
@@ -170,7 +174,36 @@ func remoteSchema(s any, cred credentials) (json.RawMessage, error) {
 	if scrubbed := cred.scrub(string(b)); scrubbed != string(b) {
 		return nil, errors.New("its input schema holds a credential sent to the server")
 	}
+	if err := objectSchema(b); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// objectSchema checks that a schema is one of an object's, as the model
+// API wants a function's parameters: it refuses the whole request
+// otherwise, and every request of a turn carries every tool offered.
+func objectSchema(b []byte) error {
+	var s struct {
+		Type       any             `json:"type"`
+		Properties json.RawMessage `json:"properties"`
+		Required   json.RawMessage `json:"required"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New("its input schema is not a JSON object")
+	}
+	if s.Type != "object" {
+		return errors.New(`its input schema's type is not "object"`)
+	}
+	var props map[string]json.RawMessage
+	if len(s.Properties) > 0 && json.Unmarshal(s.Properties, &props) != nil {
+		return errors.New("its input schema's properties are not an object")
+	}
+	var req []string
+	if len(s.Required) > 0 && json.Unmarshal(s.Required, &req) != nil {
+		return errors.New("its input schema's required is not a list of names")
+	}
+	return nil
 }
 
 // flatLine is s on one line, cut to a length a log line or an error keeps.

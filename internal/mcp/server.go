@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -97,8 +98,9 @@ type Server struct {
 	// asks holds a token for each ask running, when MaxAsks bounds them.
 	asks chan struct{}
 
-	mu   sync.Mutex
-	busy map[session.Key]bool // conversations with an ask running
+	mu      sync.Mutex
+	busy    map[session.Key]bool // conversations with an ask running
+	running map[string]int       // asks running, by caller
 }
 
 // New builds a Server, and checks that every token's repositories exist.
@@ -110,7 +112,8 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, log: log.With("component", "mcp"), servers: map[string]*sdk.Server{}, busy: map[session.Key]bool{}}
+	s := &Server{opts: opts, log: log.With("component", "mcp"), servers: map[string]*sdk.Server{}, busy: map[session.Key]bool{},
+		running: map[string]int{}}
 	m, err := newMetrics(opts.Registry)
 	if err != nil {
 		return nil, err
@@ -224,7 +227,19 @@ func (a *access) resolve(repo string) (string, error) {
 	case repo == "":
 		return "", fmt.Errorf("name the repository to read in the repo argument: one of %s", strings.Join(a.repos, ", "))
 	case !a.may(repo):
-		return "", fmt.Errorf("unknown repository %q; the repositories you may read are: %s", repo, strings.Join(a.repos, ", "))
+		return "", fmt.Errorf("unknown repository %s; the repositories you may read are: %s", quoted(repo), strings.Join(a.repos, ", "))
 	}
 	return repo, nil
+}
+
+// maxQuoted is how much of an argument a refusal quotes back.
+const maxQuoted = 80
+
+// quoted is s as a refusal quotes it: in Go syntax, cut to maxQuoted
+// characters, so that a huge argument is not sent back whole.
+func quoted(s string) string {
+	if r := []rune(s); len(r) > maxQuoted {
+		return strconv.Quote(string(r[:maxQuoted])) + "…"
+	}
+	return strconv.Quote(s)
 }

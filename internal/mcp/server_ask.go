@@ -134,17 +134,20 @@ func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) 
 		return nil, "", refuse(errors.New("this conversation is still answering an earlier ask; wait for its answer, then ask again"))
 	}
 	defer s.letGo(key)
-	if !s.startAsk() {
+	if !s.startAsk(a) {
+		if s.held(a) >= s.share() {
+			return nil, "", refuse(fmt.Errorf("this token is running %d asks already, its most at once; wait for one to answer, then ask again", s.share()))
+		}
 		return nil, "", refuse(fmt.Errorf("askrepo is answering %d questions already, its most at once; try again in a minute", cap(s.asks)))
 	}
-	defer s.endAsk()
+	defer s.endAsk(a)
 	loaded, repo, err := s.conversation(ctx, a, key, in)
 	if err != nil {
 		return nil, repo, err
 	}
-	lease, err := s.opts.Repos.Acquire(ctx, repo)
+	lease, err := s.acquire(ctx, a, repo)
 	if err != nil {
-		return nil, repo, fmt.Errorf("repository %s cannot be read now: %w", repo, err)
+		return nil, repo, err
 	}
 	defer lease.Release()
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.opts.TurnTimeout, defaultTurnTimeout))
@@ -183,41 +186,69 @@ func (s *Server) conversation(ctx context.Context, a *access, key session.Key, i
 		}
 		return turn.Loaded{}, repo, nil
 	}
-	unknown := refuse(fmt.Errorf("unknown conversation %q; leave conversation out to start a new one", in.Conversation))
+	unknown := refuse(fmt.Errorf("unknown conversation %s; leave conversation out to start a new one", quoted(in.Conversation)))
 	if !conversationRE.MatchString(in.Conversation) {
 		return turn.Loaded{}, "", unknown
 	}
 	loaded, err := s.opts.Turns.Load(ctx, key)
 	switch {
 	case err != nil:
-		return turn.Loaded{}, "", err
+		return turn.Loaded{}, "", s.hidden(a, "load an ask's conversation", err)
 	case !loaded.Found || !a.may(loaded.Session.Repo):
 		return turn.Loaded{}, "", unknown
 	case in.Repo != "" && in.Repo != loaded.Session.Repo:
-		return turn.Loaded{}, "", refuse(fmt.Errorf("this conversation is about %s; leave repo out, or leave conversation out to ask about %s in a new one", loaded.Session.Repo, in.Repo))
+		return turn.Loaded{}, "", refuse(fmt.Errorf("this conversation is about %s; leave repo out, or leave conversation out to ask about %s in a new one", loaded.Session.Repo, quoted(in.Repo)))
 	}
 	return loaded, loaded.Session.Repo, nil
 }
 
-// startAsk takes a place for an ask among MaxAsks; false when none is
-// free. Asks are refused rather than queued: the caller's client would
-// wait without a word, and may time out and ask again.
-func (s *Server) startAsk() bool {
+// startAsk takes a place for a's ask among MaxAsks; false when none is
+// free, or a holds its share of them already. Asks are refused rather
+// than queued: the caller's client would wait without a word, and may
+// time out and ask again.
+func (s *Server) startAsk(a *access) bool {
 	if s.asks == nil {
 		return true
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running[a.name] >= s.share() {
+		return false
+	}
 	select {
 	case s.asks <- struct{}{}:
+		s.running[a.name]++
 		return true
 	default:
 		return false
 	}
 }
 
-func (s *Server) endAsk() {
-	if s.asks != nil {
-		<-s.asks
+func (s *Server) endAsk(a *access) {
+	if s.asks == nil {
+		return
 	}
+	s.mu.Lock()
+	s.running[a.name]--
+	s.mu.Unlock()
+	<-s.asks
+}
+
+// share is the most asks one caller may run at once: with more than one
+// token, half of MaxAsks (at least one), so that one token cannot take
+// every place from the others; else all of them.
+func (s *Server) share() int {
+	if len(s.tokens) <= 1 {
+		return cap(s.asks)
+	}
+	return max(1, cap(s.asks)/2)
+}
+
+// held is how many asks a is running.
+func (s *Server) held(a *access) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running[a.name]
 }
 
 // hold marks a conversation as answering; false when it already is. Two

@@ -147,18 +147,26 @@ func TestAskWithAScriptedModel(t *testing.T) {
 	}
 }
 
-func TestAskOneAtATime(t *testing.T) {
+// slowModel is a scripted model that answers a question with "slow" in
+// it once release is closed, and any other at once with quick.
+func slowModel(t *testing.T, quick string) (*llmtest.Server, *llm.Client, chan struct{}) {
+	t.Helper()
 	release := make(chan struct{})
 	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		if strings.Contains(r.LastUser(), "slow") {
 			return llmtest.Reply{Content: "done", Wait: release}
 		}
-		return llmtest.Reply{Content: "first"}
+		return llmtest.Reply{Content: quick}
 	})
 	model, err := llm.NewClient(llm.ClientConfig{BaseURL: ai.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ai, model, release
+}
+
+func TestAskOneAtATime(t *testing.T) {
+	ai, model, release := slowModel(t, "first")
 	f := newFixture(t, fixtureOptions{model: model, maxAsks: 1})
 	cs := f.connect(t, alphaToken)
 	a, res := ask(t, cs, map[string]any{"question": "start"})

@@ -8,6 +8,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/askrepo/askrepo/internal/repos"
 )
 
 // metrics are the server's Prometheus series.
@@ -85,4 +87,30 @@ func (s *Server) serve(ctx context.Context, a *access, tool string, run call) *s
 		outcome = outcomeError
 	}
 	return res
+}
+
+// acquire leases repo for a call of a. The manager's error is the
+// operators': a failed clone's names the host's paths and the remote. It
+// is logged under a reference, and the caller reads only that the
+// repository cannot be read now.
+func (s *Server) acquire(ctx context.Context, a *access, repo string) (*repos.Lease, error) {
+	lease, err := s.opts.Repos.Acquire(ctx, repo)
+	if err == nil {
+		return lease, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	ref := newID(3)
+	s.log.Warn("mcp call cannot lease its repository", "token", a.name, "repo", repo, "ref", ref, "err", err)
+	return nil, fmt.Errorf("repository %s is not available now (its checkout is being made or updated); try again in a minute, or tell askrepo's operators the reference %s", repo, ref)
+}
+
+// hidden is a failure of askrepo's own (its store) as the caller reads it:
+// a reference to the log line that has err, whose words (a database's
+// host or file, a driver's message) are the operators'.
+func (s *Server) hidden(a *access, what string, err error) error {
+	ref := newID(3)
+	s.log.Error("mcp call failed: "+what, "token", a.name, "ref", ref, "err", err)
+	return fmt.Errorf("askrepo could not %s; try again, or tell askrepo's operators the reference %s", what, ref)
 }

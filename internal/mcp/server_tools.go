@@ -107,9 +107,9 @@ func (s *Server) runTool(ctx context.Context, a *access, name string, args json.
 	if repo, err = a.resolve(repo); err != nil {
 		return nil, "", refuse(err)
 	}
-	lease, err := s.opts.Repos.Acquire(ctx, repo)
+	lease, err := s.acquire(ctx, a, repo)
 	if err != nil {
-		return nil, repo, fmt.Errorf("repository %s cannot be read now: %w", repo, err)
+		return nil, repo, err
 	}
 	defer lease.Release()
 	reg := tools.NewRegistry(tools.Default(lease.Workspace, tools.Options{Index: lease.Index})...)

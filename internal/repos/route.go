@@ -88,10 +88,11 @@ func (m *Manager) ForChannel(channel string) []string {
 //
 // Otherwise the channel's default answers and text is returned trimmed.
 // Since "in general, …" is also English, the comma form picks a repo only
-// when NAME is a configured repo, and the colon form is not read as a
-// choice when NAME has a dot and is not a repo ("in main.go: …"); other
-// names this channel may not use give an *UnknownRepoError listing the
-// choices. A channel that may use no repo gives ErrNoRepo. Resolve reads
+// when NAME is one this channel may use, and the colon form is not read
+// as a choice when NAME has a dot ("in main.go: …"); other names before a
+// colon give an *UnknownRepoError listing the choices. A repository
+// configured for other channels only is treated as one that does not
+// exist, in every form. A channel that may use no repo gives ErrNoRepo. Resolve reads
 // only the configuration, so it answers the same whether or not a clone
 // is available.
 func (m *Manager) Resolve(channel, text string) (repo, question string, err error) {
@@ -117,8 +118,9 @@ func (m *Manager) choose(choices []string, text string) (repo, question string, 
 	if slices.Contains(choices, lower) {
 		return lower, rest, nil
 	}
-	_, configured := m.repos[lower]
-	if configured || (colon && !strings.Contains(name, ".")) {
+	// Whether name is configured for another channel must not change
+	// the outcome: the channel would learn that it exists.
+	if colon && !strings.Contains(name, ".") {
 		return "", "", &UnknownRepoError{Name: name, Choices: choices}
 	}
 	return choices[0], strings.TrimSpace(text), nil

@@ -2,6 +2,8 @@ package repos
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -52,7 +54,7 @@ func TestResolve(t *testing.T) {
 		{"choice without a question", "C0123PAY", "in payments:", "payments", "", nil},
 		{"unknown name", "C0123PAY", "in paymnts: how?", "", "", []string{"payments", "docs"}},
 		{"configured but not here (colon)", "C0123PAY", "in secret: show me", "", "", []string{"payments", "docs"}},
-		{"configured but not here (comma)", "C0123PAY", "in secret, show me", "", "", []string{"payments", "docs"}},
+		{"configured but not here (comma)", "C0123PAY", "in secret, show me", "payments", "in secret, show me", nil},
 		{"unknown word before a colon", "C0123PAY", "in handler: why?", "", "", []string{"payments", "docs"}},
 		{"English, not a choice", "C0123PAY", "In general, how does retry work?", "payments", "In general, how does retry work?", nil},
 		{"a file, not a choice", "C0123PAY", "in main.go: what does run do?", "payments", "in main.go: what does run do?", nil},
@@ -109,6 +111,30 @@ func TestUnknownRepoMessage(t *testing.T) {
 	} {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("Error() = %q\nwant      %q", got, tc.want)
+		}
+	}
+}
+
+// A channel learns nothing of the repositories it may not use: a question
+// naming one is treated as one naming a repository that does not exist,
+// in every form of the choice.
+func TestResolveTellsNothingOfOtherRepos(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, []Spec{
+		{Name: "payments", Path: dir, Channels: []string{"C0123PAY"}},
+		{Name: "secret", Path: dir, Channels: []string{"C0999SEC"}},
+		{Name: "ops.tools", Path: dir, Channels: []string{"C0999SEC"}},
+	}, Options{})
+	for _, pair := range [][2]string{{"secret", "nosuch"}, {"ops.tools", "no.such"}} {
+		for _, form := range []string{"in %s, show me", "in %s: show me", "In %s , show me"} {
+			taken, free := fmt.Sprintf(form, pair[0]), fmt.Sprintf(form, pair[1])
+			repo1, q1, err1 := m.Resolve("C0123PAY", taken)
+			repo2, q2, err2 := m.Resolve("C0123PAY", free)
+			got1 := fmt.Sprintf("%s|%s|%v", repo1, strings.ReplaceAll(q1, pair[0], "X"), err1)
+			got2 := fmt.Sprintf("%s|%s|%v", repo2, strings.ReplaceAll(q2, pair[1], "X"), err2)
+			if strings.ReplaceAll(got1, pair[0], "X") != strings.ReplaceAll(got2, pair[1], "X") {
+				t.Errorf("%q and %q are told apart:\n%s\n%s", taken, free, got1, got2)
+			}
 		}
 	}
 }

@@ -90,8 +90,10 @@ func (b *Bot) postPending(qe queuedEvent) {
 }
 
 // askedText is the message that shows a command's or a shortcut's
-// question in the channel. What the asker typed is escaped: the bot must
-// not turn "<!channel>" typed into a command into a real @channel.
+// question in the channel. What the asker typed is escaped and its bare
+// broadcast words defused: the bot must not turn "<!channel>" or "@here"
+// typed into a command into a real @channel, which the channel may allow
+// the bot and not the asker.
 func askedText(in inbound) string {
 	shown := in.Shown
 	if shown == "" {
@@ -101,13 +103,7 @@ func askedText(in inbound) string {
 	if in.Via == viaShortcut {
 		how = "asked about this message"
 	}
-	return fmt.Sprintf("<@%s> %s:\n%s", in.User, how, quote(escape(shown)))
-}
-
-// escape makes text show as typed in a message, with no mention, channel
-// or link tokens (Slack's own escaping of &, < and >).
-func escape(text string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(text)
+	return fmt.Sprintf("<@%s> %s:\n%s", in.User, how, quote(render.Typed(shown)))
 }
 
 // quote makes each line of text a block quote line.

@@ -209,3 +209,20 @@ func TestCommandThatCannotBePostedTellsTheAsker(t *testing.T) {
 		t.Errorf("the model got %d requests, want none", n)
 	}
 }
+
+// The bare broadcast words a command's asker types are posted by the bot,
+// which may broadcast where the asker may not: they are defused, in any
+// letter case.
+func TestCommandQuestionCannotBroadcast(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.slack.SendSlashCommand(slacktest.SlashCommand{User: "U1", Channel: "C1", Text: "@here @Channel @everyone: why does the build fail?"})
+	root := h.commandRoot("C1")
+	for _, word := range []string{"@here", "@Channel", "@everyone"} {
+		if strings.Contains(root.Text, word) {
+			t.Errorf("root %q carries the broadcast %s", root.Text, word)
+		}
+	}
+	if !strings.Contains(root.Text, "why does the build fail?") {
+		t.Errorf("root %q: want the question", root.Text)
+	}
+}

@@ -83,3 +83,41 @@ func TestHomeFailingRepoShowsItsStateNotItsError(t *testing.T) {
 		t.Errorf("home of a user not allowed: %q", text)
 	}
 }
+
+// Every mrkdwn text of the Home tab is sent verbatim: without it Slack
+// links channel names and parses mentions in text that repeats what
+// people typed (a thread's question).
+func TestHomeTextIsVerbatim(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	root := h.mention("C1", "what does @here and #general do?", "")
+	h.waitReaction("C1", root, reactDone)
+	h.waitTurns(1)
+	v := h.openHome("U1", 1)
+	n := 0
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			if x["type"] == "mrkdwn" {
+				n++
+				if x["verbatim"] != true {
+					t.Errorf("mrkdwn text %q is not verbatim", x["text"])
+				}
+			}
+			for _, v := range x {
+				walk(v)
+			}
+		case []any:
+			for _, v := range x {
+				walk(v)
+			}
+		}
+	}
+	walk(v.Raw)
+	if n == 0 {
+		t.Fatalf("no mrkdwn text in the Home tab %v", v.Raw)
+	}
+	if strings.Contains(v.AllText(), "@here") {
+		t.Errorf("home %q carries a bare @here", v.AllText())
+	}
+}

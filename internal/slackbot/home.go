@@ -15,6 +15,7 @@ import (
 
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
+	"github.com/askrepo/askrepo/internal/slackbot/render"
 )
 
 // The Home tab: what a person can ask about, their recent threads, their
@@ -220,7 +221,7 @@ func (b *Bot) threadLink(t session.Turn) string {
 	if utf8.RuneCountInString(label) > 80 {
 		label = string([]rune(label)[:80]) + "…"
 	}
-	label = strings.ReplaceAll(escape(label), "|", "¦")
+	label = strings.ReplaceAll(render.Typed(label), "|", "¦")
 	if label == "" {
 		label = "(no question)"
 	}
@@ -268,6 +269,9 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
+// mrkdwn is a section of text sent verbatim, as every mrkdwn text the bot
+// sends: Slack then links only the tokens written out, never a channel
+// name or a mention it would find in what people typed.
 func mrkdwn(text string) slack.Block {
-	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil)
+	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, true), nil, nil)
 }

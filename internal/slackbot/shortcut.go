@@ -1,9 +1,11 @@
 package slackbot
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"strings"
 	"time"
@@ -45,6 +47,33 @@ type shortcutTarget struct {
 	// Reply is the shortcut's response_url, to tell the asker alone if
 	// the question cannot be posted.
 	Reply string `json:"r,omitempty"`
+	// User is who the modal was opened for, the only one who may submit
+	// it ("" in a modal opened before it was kept).
+	User string `json:"u,omitempty"`
+}
+
+// maxMetadata is Slack's limit on a view's private_metadata, in characters.
+const maxMetadata = 3000
+
+// encode is t as private_metadata: its quote cut further when the
+// encoded form (line breaks and quotes escaped) would not fit, since
+// Slack refuses the whole modal then.
+func (t shortcutTarget) encode() (string, error) {
+	for {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(t); err != nil {
+			return "", err
+		}
+		meta := strings.TrimSuffix(buf.String(), "\n")
+		over := utf8.RuneCountInString(meta) - maxMetadata
+		if over <= 0 || t.Quote == "" {
+			return meta, nil
+		}
+		q := []rune(strings.TrimSuffix(t.Quote, "…"))
+		t.Quote = string(q[:max(0, len(q)-over-1)]) + "…"
+	}
 }
 
 // onShortcut takes the shortcut's message_action and its modal's
@@ -91,7 +120,8 @@ func (b *Bot) openAsk(ctx context.Context, cb slack.InteractionCallback) {
 	if utf8.RuneCountInString(text) > maxQuote {
 		text = string([]rune(text)[:maxQuote]) + "…"
 	}
-	meta, err := json.Marshal(shortcutTarget{Channel: cb.Channel.ID, TS: cb.Message.Timestamp, Thread: cb.Message.ThreadTimestamp, Quote: text, Reply: cb.ResponseURL})
+	meta, err := shortcutTarget{Channel: cb.Channel.ID, TS: cb.Message.Timestamp, Thread: cb.Message.ThreadTimestamp,
+		Quote: text, Reply: cb.ResponseURL, User: cb.User.ID}.encode()
 	if err != nil {
 		b.log.Error("encode a shortcut's message", "err", err)
 		return
@@ -105,7 +135,7 @@ func (b *Bot) openAsk(ctx context.Context, cb slack.InteractionCallback) {
 	view := slack.ModalViewRequest{
 		Type:            slack.VTModal,
 		CallbackID:      modalCallback,
-		PrivateMetadata: string(meta),
+		PrivateMetadata: meta,
 		Title:           slack.NewTextBlockObject(slack.PlainTextType, "Ask askrepo", false, false),
 		Submit:          slack.NewTextBlockObject(slack.PlainTextType, "Ask", false, false),
 		Close:           slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false),
@@ -126,6 +156,10 @@ func (b *Bot) submitAsk(ctx context.Context, cb slack.InteractionCallback) (repl
 	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &t); err != nil || t.Channel == "" || t.TS == "" {
 		b.log.Warn("a shortcut's modal came back without its message", "view", cb.View.ID, "err", err)
 		return "This form has expired; please use the shortcut on the message again.", qe, false
+	}
+	if t.User != "" && t.User != cb.User.ID {
+		b.log.Warn("a shortcut's modal submitted by another user than it was opened for", "view", cb.View.ID, "user", cb.User.ID)
+		return "This form was opened by someone else; use the shortcut on the message yourself.", qe, false
 	}
 	team := cb.Team.ID
 	if team == "" {
@@ -158,13 +192,19 @@ func shortcutContext(text string) string {
 	}
 	var b strings.Builder
 	b.WriteString("\n\nThe question is about this message from the conversation:\n<message>\n")
-	b.WriteString(text)
+	b.WriteString(quoteTagRE.ReplaceAllString(text, "&lt;$1"))
 	b.WriteString("\n</message>")
 	for _, l := range fileLinks(text) {
 		b.WriteString("\n" + l)
 	}
 	return b.String()
 }
+
+// quoteTagRE finds the message's own tags of the quote, in any case: the
+// message is someone else's words, and a "</message>" in it (a bot's or
+// an integration's message is not escaped as a person's is) would end
+// the quote early and pass what follows for the asker's.
+var quoteTagRE = regexp.MustCompile(`(?i)<(/?\s*message)`)
 
 // blobLinkRE matches a link to a file at a revision, as GitHub, GitLab,
 // Gitea and Forgejo write it, with optional lines: …/blob/REF/PATH#L10-L20
@@ -183,8 +223,8 @@ func fileLinks(text string) []string {
 	var out []string
 	for _, m := range blobLinkRE.FindAllStringSubmatch(text, maxLinks) {
 		ref, path := m[1], m[2]
-		if strings.Contains(path, "..") {
-			continue
+		if !fs.ValidPath(path) {
+			continue // "..", ".", an absolute or empty part: not a file of a checkout
 		}
 		switch {
 		case m[3] != "" && m[4] != "":

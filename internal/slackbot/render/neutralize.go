@@ -62,6 +62,12 @@ func Neutralize(s string) string {
 	return b.String()
 }
 
+// Typed is text a person typed, to show as typed in mrkdwn: Slack's own
+// escaping of &, < and >, so that it holds no mention, channel or link
+// token, and its bare broadcast words defused. The bot posts it, and a
+// channel may let the bot broadcast where it does not let the person.
+func Typed(s string) string { return breakBroadcasts(mrkdwnEscaper.Replace(s)) }
+
 // breakBroadcasts defuses the bare @here, @channel and @everyone in s, as
 // Neutralize does, for text whose "<" and "&" are already escaped.
 func breakBroadcasts(s string) string {
