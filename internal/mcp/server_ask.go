@@ -19,6 +19,7 @@ import (
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/turn"
+	budget "github.com/askrepo/askrepo/internal/usage"
 )
 
 // AskName is the tool that runs the whole agent.
@@ -154,9 +155,15 @@ func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) 
 	defer cancel()
 	id := newID(8)
 	log := s.log.With("token", a.name, "conversation", key.Thread, "turn", id, "repo", repo, "commit", gitexec.ShortCommit(lease.Commit))
+	// The asker, for per-user budgets, is the token: its asks are counted
+	// apart from every Slack user's and every other token's.
 	res, err := s.opts.Turns.Run(ctx, turn.Request{Key: key, Session: loaded, Lease: lease, Repo: repo,
-		Question: question, TurnID: id, Observer: obs, Log: log})
+		User: asker(a.name), Question: question, TurnID: id, Observer: obs, Log: log})
 	s.endTurn(id, res, err, log)
+	if over, ok := errors.AsType[*budget.OverBudget](err); ok {
+		log.Info("mcp ask over budget", "budget", over.Limit.Per+"/"+over.Limit.Period)
+		return nil, repo, refuse(over)
+	}
 	if err != nil {
 		ref := newID(3)
 		log.Error("mcp ask failed", "ref", ref, "err", err)
@@ -311,3 +318,7 @@ func newID(n int) string {
 	_, _ = rand.Read(p)
 	return hex.EncodeToString(p)
 }
+
+// asker is the user a token's asks are counted under in the store: a name
+// no Slack user ID can take (those are upper-case letters and digits).
+func asker(token string) string { return "mcp:" + token }

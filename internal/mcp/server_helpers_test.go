@@ -23,6 +23,7 @@ import (
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
 	"github.com/askrepo/askrepo/internal/turn"
+	"github.com/askrepo/askrepo/internal/usage"
 )
 
 // Tokens of the fixture: ci reads every repository, alphaOnly only alpha.
@@ -54,6 +55,7 @@ type fixtureOptions struct {
 	rate    int
 	maxAsks int
 	model   agent.Model
+	budgets config.Budgets // checked by a usage.Gate over the fixture's store
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -80,6 +82,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		model = llm.NewDemo()
 	}
 	runner, err := turn.New(turn.Config{Store: f.store, Agent: agent.Config{Model: model},
+		Quota: usage.NewGate(o.budgets, f.store, time.Now),
 		Tools: func(_ context.Context, l *repos.Lease, _ string) agent.Toolbox {
 			return tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
 		}, Model: "m"})
