@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/repos"
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
-// TestStreamedCardSourcesArePermalinks: a task card links what its call
-// read, at the turn's commit, so a reader can open the very lines the
-// answer rests on; a call that read nothing one can link has no source.
-func TestStreamedCardSourcesArePermalinks(t *testing.T) {
+// webRepos is the test repository with a web view and its commit pushed,
+// so citations and tool calls link, and that commit.
+func webRepos(t *testing.T) (*repos.Manager, string) {
+	t.Helper()
 	r := gitexectest.Init(t, "")
 	commit := r.Commit(gitexectest.Commit{Message: "widget", Write: map[string]string{"README.md": "# widget\n"}})
 	// The commit is pushed: only then is it on the web view to link.
@@ -24,7 +26,14 @@ func TestStreamedCardSourcesArePermalinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
+	return m, commit
+}
 
+// TestStreamedCardSourcesArePermalinks: a task card links what its call
+// read, at the turn's commit, so a reader can open the very lines the
+// answer rests on; a call that read nothing one can link has no source.
+func TestStreamedCardSourcesArePermalinks(t *testing.T) {
+	m, commit := webRepos(t)
 	h := newHarness(t, streamed(readThenAnswer, func(c *Config) { c.Repos = m }))
 	root := h.mention("C1", "what is this", "")
 	h.waitTurns(1)
@@ -42,5 +51,41 @@ func TestStreamedCardSourcesArePermalinks(t *testing.T) {
 				t.Errorf("card %q links %q, not at the turn's commit %s", tk.Title, u, commit)
 			}
 		}
+	}
+}
+
+// TestStreamedCitationWaitsForItsLine: while the model is in the middle
+// of a line that cites code, Slack shows the answer only up to the
+// boundary before it; the line appears once whole, its citation checked
+// and linked at the turn's commit, never as text that could have been
+// a link to anything; a link off the repository shows its host as
+// in a posted answer.
+func TestStreamedCitationWaitsForItsLine(t *testing.T) {
+	m, commit := webRepos(t)
+	hold := newGate()
+	t.Cleanup(hold.open)
+	script := func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "The title.\n\nSee `README.md:1` and [the docs](https://evil.exa",
+			Wait: hold.c(), WaitAfterText: true, After: "mple/x) for it.\n"}
+	}
+	h := newHarness(t, streamed(script, func(c *Config) { c.Repos = m }))
+	root := h.mention("C1", "q", "")
+	st, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		ms := streams(st, root)
+		return len(ms) == 1 && ms[0].MarkdownText != ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := streams(st, root)[0].MarkdownText; got != "The title." {
+		t.Errorf("while the line is unfinished Slack shows %q, want only the paragraph before it", got)
+	}
+	hold.open()
+	h.waitTurns(1)
+	got := streamedText(streams(h.slack.Snapshot(), root))
+	link := "https://github.com/acme/widget/blob/" + commit + "/README.md#L1"
+	if !strings.HasPrefix(got, "The title.") || !strings.Contains(got, "[README.md:1]("+link+")") ||
+		!strings.Contains(got, "(https://evil.example/x) (evil.example)") {
+		t.Errorf("streamed answer %q, want the citation linked to %s and the link off the repository showing its host", got, link)
 	}
 }
