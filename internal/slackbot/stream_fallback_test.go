@@ -52,3 +52,38 @@ func TestStreamFallbackIsForAWhile(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamFallbackIsPerWorkspace: a workspace that refused streaming
+// answers as messages for a while; another workspace of the same app
+// still streams.
+func TestStreamFallbackIsPerWorkspace(t *testing.T) {
+	h := newHarness(t, harnessOpts{stream: true, cfg: func(c *Config) { c.UI = UIAuto }})
+	h.slack.FailNext("chat.startStream", slacktest.SlackError("feature_not_enabled"))
+	mention := func(team, q string) string {
+		ts := h.slack.NextTS()
+		ev := slacktest.AppMention("C1", "U1", "<@"+slacktest.DefaultBotUserID+"> "+q, ts, "")
+		ev.Team = team
+		h.slack.SendEvent(ev)
+		return ts
+	}
+	t1 := mention("T1", "first")
+	h.waitTurns(1)
+	t2 := mention("T2", "second")
+	h.waitTurns(2)
+	again := mention("T1", "third")
+	h.waitTurns(3)
+
+	st := h.slack.Snapshot()
+	if n := len(st.CallsTo("chat.startStream")); n != 2 {
+		t.Errorf("%d chat.startStream calls, want 2: T1's refused one and T2's", n)
+	}
+	for _, tc := range []struct {
+		root     string
+		streamed bool
+	}{{t1, false}, {t2, true}, {again, false}} {
+		s, a := len(streams(st, tc.root)), len(answers(st.BotMessages("C1", tc.root, slacktest.DefaultBotID)))
+		if tc.streamed && (s != 1 || a != 0) || !tc.streamed && (s != 0 || a != 1) {
+			t.Errorf("thread %s: %d streamed, %d answers as messages; want streamed %v", tc.root, s, a, tc.streamed)
+		}
+	}
+}
