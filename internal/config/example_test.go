@@ -54,3 +54,28 @@ func TestEnvExampleLoads(t *testing.T) {
 		t.Errorf("example settings not read: ui %q, %d MCP tokens, tracing endpoint %q", c.SlackUI.Mode, len(c.MCP.Tokens), c.Tracing.Endpoint)
 	}
 }
+
+// exampleBlock is the section key of configs/askrepo.example.yaml, which
+// the file shows commented out ("# key:" and its indented lines),
+// uncommented.
+func exampleBlock(t *testing.T, key string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../configs/askrepo.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block strings.Builder
+	in := false
+	for line := range strings.Lines(string(data)) {
+		switch {
+		case strings.HasPrefix(line, "# "+key+":"):
+			in = true
+		case in && !strings.HasPrefix(line, "#   "):
+			in = false
+		}
+		if in {
+			block.WriteString(strings.TrimPrefix(line, "# "))
+		}
+	}
+	return block.String()
+}

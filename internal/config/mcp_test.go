@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,28 +109,12 @@ func TestMCPTokensNeverPrint(t *testing.T) {
 // The mcp_tokens entry of configs/askrepo.example.yaml, commented out
 // there, loads once uncommented and its variable set.
 func TestMCPTokensExampleConfig(t *testing.T) {
-	data, err := os.ReadFile("../../configs/askrepo.example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var block strings.Builder
-	in := false
-	for line := range strings.Lines(string(data)) {
-		switch {
-		case strings.HasPrefix(line, "# mcp_tokens:"):
-			in = true
-		case in && !strings.HasPrefix(line, "#   "):
-			in = false
-		}
-		if in {
-			block.WriteString(strings.TrimPrefix(line, "# "))
-		}
-	}
+	block := exampleBlock(t, "mcp_tokens")
 	path := filepath.Join(t.TempDir(), "askrepo.yaml")
-	writeFile(t, path, block.String())
+	writeFile(t, path, block)
 	c, err := Load(mapEnv(map[string]string{"BOT_CONFIG": path, "ASKREPO_MCP_CI": tokA}), nil)
 	if err != nil {
-		t.Fatalf("the example's mcp_tokens: %v\n%s", err, block.String())
+		t.Fatalf("the example's mcp_tokens: %v\n%s", err, block)
 	}
 	want := []MCPToken{{Name: "ci", Token: tokA, Repos: []string{"payments"}, Env: "ASKREPO_MCP_CI"}}
 	if diff := cmp.Diff(want, c.MCP.Tokens); diff != "" {

@@ -12,6 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/mcp"
@@ -77,7 +78,10 @@ func TestAskWithTheDemoModel(t *testing.T) {
 	}
 }
 
-func TestAskWithAScriptedModel(t *testing.T) {
+// scriptedModel is a model that reads main.go, then says where Hello is
+// (with one made-up citation), and answers a follow-up in one line.
+func scriptedModel(t *testing.T) (*llmtest.Server, agent.Model) {
+	t.Helper()
 	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		switch {
 		case r.Last().Role == "tool":
@@ -91,6 +95,11 @@ func TestAskWithAScriptedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ai, model
+}
+
+func TestAskWithAScriptedModel(t *testing.T) {
+	ai, model := scriptedModel(t)
 	f := newFixture(t, fixtureOptions{model: model})
 	cs := f.connect(t, ciToken)
 	a, res := ask(t, cs, map[string]any{"question": "where is Hello?", "repo": "alpha"})

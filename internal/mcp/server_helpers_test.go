@@ -79,29 +79,43 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if model == nil {
 		model = llm.NewDemo()
 	}
-	runner, err := turn.New(turn.Config{Store: f.store, Agent: agent.Config{Model: model},
+	f.repos, f.runner = m, newRunner(t, f.store, model)
+	f.srv, f.url = serve(t, mcp.Options{Repos: m, Turns: f.runner, Store: f.store, Rate: o.rate, MaxAsks: o.maxAsks,
+		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)), Registry: f.reg})
+	return f
+}
+
+// newRunner runs turns over store with model and the read-only tools.
+func newRunner(t *testing.T, store session.Store, model agent.Model) *turn.Runner {
+	t.Helper()
+	runner, err := turn.New(turn.Config{Store: store, Agent: agent.Config{Model: model},
 		Tools: func(_ context.Context, l *repos.Lease, _ string) agent.Toolbox {
 			return tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
 		}, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.repos, f.runner = m, runner
-	f.srv, err = mcp.New(mcp.Options{Repos: m, Turns: runner, Store: f.store, Rate: o.rate, MaxAsks: o.maxAsks, Version: "test",
-		// A test that goes wrong ends within it, not in ten minutes.
-		TurnTimeout: 30 * time.Second,
-		Tokens: []config.MCPToken{
-			{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"},
-			{Name: "alpha-only", Token: alphaToken, Repos: []string{"alpha"}, Env: "ALPHA"},
-		},
-		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)), Registry: f.reg})
+	return runner
+}
+
+// serve serves o over HTTP with the fixture's tokens, and returns the
+// server and its URL.
+func serve(t *testing.T, o mcp.Options) (*mcp.Server, string) {
+	t.Helper()
+	o.Version = "test"
+	// A test that goes wrong ends within it, not in ten minutes.
+	o.TurnTimeout = 30 * time.Second
+	o.Tokens = []config.MCPToken{
+		{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"},
+		{Name: "alpha-only", Token: alphaToken, Repos: []string{"alpha"}, Env: "ALPHA"},
+	}
+	srv, err := mcp.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(f.srv.Handler())
+	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	f.url = hs.URL
-	return f
+	return srv, hs.URL
 }
 
 // bearer adds a token to every request, and sends them with host as the

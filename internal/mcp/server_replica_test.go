@@ -1,28 +1,19 @@
 package mcp_test
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askrepo/askrepo/internal/agent"
-	"github.com/askrepo/askrepo/internal/config"
-	"github.com/askrepo/askrepo/internal/llm"
-	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/logging/logtest"
 	"github.com/askrepo/askrepo/internal/mcp"
-	"github.com/askrepo/askrepo/internal/repos"
-	"github.com/askrepo/askrepo/internal/tools"
-	"github.com/askrepo/askrepo/internal/turn"
 )
 
 // alternate sends each request to the next of urls in turn, with the
@@ -49,19 +40,7 @@ func (a *alternate) RoundTrip(r *http.Request) (*http.Response, error) {
 // handshake on one, calls on the other, and an ask's follow-up continued
 // by the replica that did not answer the first.
 func TestAnyReplicaAnswersAnyRequest(t *testing.T) {
-	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
-		switch {
-		case r.Last().Role == "tool":
-			return llmtest.Reply{Content: "Hello is defined at `main.go:3`."}
-		case strings.Contains(r.LastUser(), "follow-up"):
-			return llmtest.Reply{Content: "Still `main.go:3`."}
-		}
-		return llmtest.Reply{Calls: []llmtest.Call{{Name: "read_file", Args: `{"path":"main.go"}`}}}
-	})
-	model, err := llm.NewClient(llm.ClientConfig{BaseURL: ai.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ai, model := scriptedModel(t)
 	a := newFixture(t, fixtureOptions{model: model})
 	b := otherReplica(t, a, model)
 
@@ -106,23 +85,7 @@ func TestAnyReplicaAnswersAnyRequest(t *testing.T) {
 // runner of its own, as a second replica does, and returns its URL.
 func otherReplica(t *testing.T, f *fixture, model agent.Model) string {
 	t.Helper()
-	runner, err := turn.New(turn.Config{Store: f.store, Agent: agent.Config{Model: model},
-		Tools: func(_ context.Context, l *repos.Lease, _ string) agent.Toolbox {
-			return tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
-		}, Model: "m"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := mcp.New(mcp.Options{Repos: f.repos, Turns: runner, Store: f.store, Version: "test", TurnTimeout: 30 * time.Second,
-		Tokens: []config.MCPToken{
-			{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"},
-			{Name: "alpha-only", Token: alphaToken, Repos: []string{"alpha"}, Env: "ALPHA"},
-		},
+	_, url := serve(t, mcp.Options{Repos: f.repos, Turns: newRunner(t, f.store, model), Store: f.store,
 		Logger: slog.New(slog.NewJSONHandler(&logtest.Buffer{}, nil)), Registry: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL
+	return url
 }

@@ -16,32 +16,10 @@ import (
 // streamed message that says so, and the half-streamed message of the
 // first is closed, not left spinning. One answer, shown once.
 func TestStreamTakenOverByTheOtherReplica(t *testing.T) {
-	var held atomic.Int32
-	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" && held.Add(1) == 1 {
-			rep.Wait = make(chan struct{}) // replica a's step 2 never comes
-		}
-		return rep
-	}, func(name string, c *Config) {
-		c.UI = UIStream
-		c.Shared = &stallable{Shared: c.Shared}
-	})
-	stall := p.a.bot.cfg.Shared.(*stallable)
+	p, stall := stalledPair(t, UIStream)
 	root := p.mention(t, p.connA, "C1", "what is widget?")
 	first := waitCards(t, p.a, root, 2)
-
-	stall.stalled.Store(true)
-	p.b.waitReaction("C1", root, reactDone)
-	stall.stalled.Store(false)
-	ctx := p.a.ctx()
-	for len(p.a.logLines("turn")) == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("replica a never ended its turn after losing the lease")
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
+	takeOver(t, p, stall, root)
 	if got := outcomes(p.b.logLines("turn")); !slices.Equal(got, []string{outcomeAnswered}) {
 		t.Errorf("replica b's turn outcomes %v, want [%s]", got, outcomeAnswered)
 	}
@@ -58,5 +36,40 @@ func TestStreamTakenOverByTheOtherReplica(t *testing.T) {
 	}
 	if n := len(answers(p.a.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID))); n != 0 {
 		t.Errorf("%d answers posted as messages besides the streams", n)
+	}
+}
+
+// stalledPair is a pair of replicas in ui whose first turn never gets
+// its second model reply, with replica a's lease renewals stallable.
+func stalledPair(t *testing.T, ui string) (*replicaPair, *stallable) {
+	t.Helper()
+	var held atomic.Int32
+	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
+		rep := readThenAnswer(r)
+		if r.Last().Role == "tool" && held.Add(1) == 1 {
+			rep.Wait = make(chan struct{}) // replica a's step 2 never comes
+		}
+		return rep
+	}, func(name string, c *Config) {
+		c.UI = ui
+		c.Shared = &stallable{Shared: c.Shared}
+	})
+	return p, p.a.bot.cfg.Shared.(*stallable)
+}
+
+// takeOver stalls replica a's lease renewals until b has answered root's
+// turn, then waits for a to end its own.
+func takeOver(t *testing.T, p *replicaPair, stall *stallable, root string) {
+	t.Helper()
+	stall.stalled.Store(true)
+	p.b.waitReaction("C1", root, reactDone)
+	stall.stalled.Store(false)
+	ctx := p.a.ctx()
+	for len(p.a.logLines("turn")) == 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("replica a never ended its turn after losing the lease")
+		case <-time.After(2 * time.Millisecond):
+		}
 	}
 }
