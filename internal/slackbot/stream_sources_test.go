@@ -89,3 +89,40 @@ func TestStreamedCitationWaitsForItsLine(t *testing.T) {
 		t.Errorf("streamed answer %q, want the citation linked to %s and the link off the repository showing its host", got, link)
 	}
 }
+
+// TestStreamStartsWithTheTurn: the streamed message, for the asker, and
+// Slack's stop control are there while the model has not yet replied at
+// all, and nothing else is posted.
+func TestStreamStartsWithTheTurn(t *testing.T) {
+	hold := newGate()
+	t.Cleanup(hold.open)
+	script := func(r llmtest.Request) llmtest.Reply {
+		rep := readThenAnswer(r)
+		if r.Last().Role == "user" {
+			rep.Wait = hold.c() // the first model request hangs
+		}
+		return rep
+	}
+	h := newHarness(t, streamed(script, nil))
+	root := h.mention("C1", "what is this", "")
+	st, err := h.slack.WaitFor(h.ctx(), func(st *slacktest.State) bool {
+		ms := streams(st, root)
+		return len(ms) == 1 && len(st.Sessions) == 1
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := streams(st, root)[0]; !m.Streaming || m.Recipient != "U1" || m.MarkdownText != "" {
+		t.Errorf("streamed message while the model thinks: streaming %v, recipient %q, text %q", m.Streaming, m.Recipient, m.MarkdownText)
+	}
+	if s := st.Sessions[0].Status; s != "processing" {
+		t.Errorf("agent session %q while the turn runs, want processing", s)
+	}
+	if n := len(st.CallsTo("chat.postMessage")); n != 0 {
+		t.Errorf("%d chat.postMessage calls while the model thinks; the stream is the whole turn", n)
+	}
+	hold.open()
+	if lines := h.waitTurns(1); lines[0]["outcome"] != outcomeAnswered {
+		t.Errorf("outcome %v", lines[0]["outcome"])
+	}
+}
