@@ -19,6 +19,7 @@ import (
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/turn"
+	budgets "github.com/askrepo/askrepo/internal/usage"
 )
 
 // AskName is the tool that runs the whole agent.
@@ -154,6 +155,11 @@ func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) 
 	res, err := s.opts.Turns.Run(ctx, turn.Request{Key: key, Session: loaded, Lease: lease, Repo: repo,
 		Question: question, TurnID: id, Observer: obs, Log: log})
 	s.endTurn(id, res, err, log)
+	if over, ok := errors.AsType[*budgets.OverBudget](err); ok {
+		// A budget is used up: its sentence says which, and when it
+		// resets. Nothing failed, and the model was not asked.
+		return nil, repo, refuse(over)
+	}
 	if err != nil {
 		ref := newID(3)
 		log.Error("mcp ask failed", "ref", ref, "err", err)

@@ -54,6 +54,8 @@ type fixtureOptions struct {
 	rate    int
 	maxAsks int
 	model   agent.Model
+	// quota, when set, is asked before each new question, as budgets are.
+	quota turn.Quota
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -79,19 +81,20 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if model == nil {
 		model = llm.NewDemo()
 	}
-	f.repos, f.runner = m, newRunner(t, f.store, model)
+	f.repos, f.runner = m, newRunner(t, f.store, model, o.quota)
 	f.srv, f.url = serve(t, mcp.Options{Repos: m, Turns: f.runner, Store: f.store, Rate: o.rate, MaxAsks: o.maxAsks,
 		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)), Registry: f.reg})
 	return f
 }
 
-// newRunner runs turns over store with model and the read-only tools.
-func newRunner(t *testing.T, store session.Store, model agent.Model) *turn.Runner {
+// newRunner runs turns over store with model and the read-only tools,
+// asking quota (when not nil) before each new question.
+func newRunner(t *testing.T, store session.Store, model agent.Model, quota turn.Quota) *turn.Runner {
 	t.Helper()
 	runner, err := turn.New(turn.Config{Store: store, Agent: agent.Config{Model: model},
 		Tools: func(_ context.Context, l *repos.Lease, _ string) agent.Toolbox {
 			return tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
-		}, Model: "m"})
+		}, Model: "m", Quota: quota})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestAnyReplicaAnswersAnyRequest(t *testing.T) {
 // runner of its own, as a second replica does, and returns its URL.
 func otherReplica(t *testing.T, f *fixture, model agent.Model) string {
 	t.Helper()
-	_, url := serve(t, mcp.Options{Repos: f.repos, Turns: newRunner(t, f.store, model), Store: f.store,
+	_, url := serve(t, mcp.Options{Repos: f.repos, Turns: newRunner(t, f.store, model, nil), Store: f.store,
 		Logger: slog.New(slog.NewJSONHandler(&logtest.Buffer{}, nil)), Registry: prometheus.NewRegistry()})
 	return url
 }
