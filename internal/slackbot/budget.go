@@ -32,8 +32,8 @@ func (t *turnRun) overBudget(err error) bool {
 		return false
 	}
 	t.res.outcome = outcomeOverBudget
-	if t.prog != nil { // refused by the runner, after the turn showed work
-		t.prog.finish()
+	if t.prog != nil || t.stream != nil { // refused by the runner, after the turn showed work
+		t.endWork(false)
 		t.b.unreact(t.post, t.in, reactWorking)
 	}
 	t.b.postOut(t.post, t.in, render.Outgoing{Text: over.Error()}, t.log)
