@@ -152,7 +152,10 @@ func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) 
 	defer cancel()
 	id := newID(8)
 	log := s.log.With("token", a.name, "conversation", key.Thread, "turn", id, "repo", repo, "commit", gitexec.ShortCommit(lease.Commit))
-	res, err := s.opts.Turns.Run(ctx, turn.Request{Key: key, Session: loaded, Lease: lease, Repo: repo,
+	// The token is who asks: its name is the turn's user, so a
+	// per-person budget and bot usage --by user count each token alone
+	// (an empty user would count everyone's turns).
+	res, err := s.opts.Turns.Run(ctx, turn.Request{Key: key, Session: loaded, Lease: lease, Repo: repo, User: a.name,
 		Question: question, TurnID: id, Observer: obs, Log: log})
 	s.endTurn(id, res, err, log)
 	if over, ok := errors.AsType[*budgets.OverBudget](err); ok {

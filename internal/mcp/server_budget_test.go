@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/usage"
 )
@@ -37,4 +38,39 @@ func TestAskOverBudget(t *testing.T) {
 	if n := f.counter(t, "askrepo_mcp_calls_total", map[string]string{"token": "ci", "tool": "ask", "outcome": "refused"}); n != 1 {
 		t.Errorf("refused asks counted %v, want 1", n)
 	}
+}
+
+// TestAskPerPersonBudgetIsTheTokens: a per-person budget counts an MCP
+// token as the person: what people in Slack spent does not refuse a
+// token's ask, and what the token spent is counted against it alone.
+func TestAskPerPersonBudgetIsTheTokens(t *testing.T) {
+	_, model := scriptedModel(t)
+	limits := config.Budgets{Limits: []config.Limit{{Per: config.PerUser, Period: config.PeriodDay, Tokens: 100}}}
+	var gate *usage.Gate
+	f := newFixture(t, fixtureOptions{model: model, quota: quotaFunc(func(ctx context.Context, key session.Key, user, repo string) error {
+		return gate.Admit(ctx, key, user, repo)
+	})})
+	gate = usage.NewGate(limits, f.store, nil)
+	// A person in Slack spent their budget today.
+	key := session.Key{Team: "T1", Channel: "C1", Thread: "1.0001"}
+	if err := f.store.StartTurn(t.Context(), session.Turn{ID: "slack", Key: key, User: "U1", Model: "m"}, "alpha", llm.Message{Role: llm.RoleUser, Content: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.AppendStep(t.Context(), "slack", []llm.Message{{Role: llm.RoleAssistant, Content: "a"}}, llm.Usage{PromptTokens: 500}); err != nil {
+		t.Fatal(err)
+	}
+	cs := f.connect(t, ciToken)
+	if _, res := ask(t, cs, map[string]any{"question": "where is Hello?", "repo": "alpha"}); res.IsError {
+		t.Fatalf("U1's spend refused the ci token's ask: %s", text(res))
+	}
+	rows, err := f.store.UsageTotals(t.Context(), session.UsageFilter{User: "ci"})
+	if err != nil || len(rows) != 1 || rows[0].Turns != 1 {
+		t.Errorf("usage of the ci token %+v (%v), want its one turn", rows, err)
+	}
+}
+
+type quotaFunc func(ctx context.Context, key session.Key, user, repo string) error
+
+func (f quotaFunc) Admit(ctx context.Context, key session.Key, user, repo string) error {
+	return f(ctx, key, user, repo)
 }
