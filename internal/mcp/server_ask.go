@@ -163,6 +163,7 @@ func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) 
 		// resets. Nothing failed, and the model was not asked.
 		return nil, repo, refuse(over)
 	}
+	s.metrics.spend.Count(repo, s.opts.Turns.ModelName(), res.Usage, err == nil)
 	if err != nil {
 		ref := newID(3)
 		log.Error("mcp ask failed", "ref", ref, "err", err)
