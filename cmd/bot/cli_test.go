@@ -87,17 +87,19 @@ func TestHelpPerCommand(t *testing.T) {
 		args      []string
 		want, not []string
 	}{
-		{[]string{"--help"}, []string{"bot ask [flags]", "bot chat", "bot mcp", "bot sessions", "bot version"}, []string{"--http-addr"}},
+		{[]string{"--help"}, []string{"bot ask [flags]", "bot chat", "bot mcp", "bot sessions", "bot feedback [--since 7d]", "bot usage [flags]", "bot version"}, []string{"--http-addr"}},
 		{[]string{"-h"}, []string{"bot ask [flags]"}, nil},
 		{[]string{"help"}, []string{"bot ask [flags]"}, nil},
 		{[]string{"ask", "--help"}, []string{"Usage: bot ask [flags] \"question\"", "--repo DIR", "--env-file FILE", "--max-steps N", "-v ", "-- ends them"}, []string{"--http-addr"}},
 		{[]string{"ask", "what is this?", "-h"}, []string{"Usage: bot ask"}, nil},
 		{[]string{"help", "ask"}, []string{"Usage: bot ask [flags] \"question\""}, []string{"--http-addr"}},
 		{[]string{"chat", "--help"}, []string{"Usage: bot chat [flags]", "/help", "--repo DIR"}, []string{"--http-addr", "-- ends them"}},
-		{[]string{"serve", "--help"}, []string{"Usage: bot [serve] [flags]", "--http-addr ADDR", "--repo DIR"}, nil},
+		{[]string{"serve", "--help"}, []string{"Usage: bot [serve] [flags]", "--http-addr ADDR", "/mcp", "--repo DIR"}, nil},
 		{[]string{"mcp", "--help"}, []string{"Usage: bot mcp [flags]", "MCP client", "--repo DIR", "--config FILE"}, []string{"--http-addr"}},
 		{[]string{"--repo", ".", "--help"}, []string{"Usage: bot [serve] [flags]"}, nil},
 		{[]string{"sessions", "--help"}, []string{"Usage: bot sessions [flags]", "--data-dir DIR", "--config FILE"}, []string{"--repo", "--model", "--http-addr"}},
+		{[]string{"feedback", "--help"}, []string{"Usage: bot feedback [--since 7d] [--json]", "--since AGE", "--json", "--data-dir DIR"}, []string{"--by", "--repo", "--model", "--http-addr"}},
+		{[]string{"help", "usage"}, []string{"Usage: bot usage [--since 30d] [--by channel|user|repo|model] [--json]", "--since AGE", "--by GROUP", "--json", "--config FILE"}, []string{"--repo", "--model", "--http-addr"}},
 		{[]string{"version", "--help"}, []string{"Usage: bot version"}, []string{"Flags:"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -22,7 +22,7 @@ var flagSpecs = []flagSpec{
 	{"base-url", "OPENAI_BASE_URL", "URL", "OpenAI-compatible API base URL, usually ending in /v1"},
 	{"config", "BOT_CONFIG", "FILE", "YAML settings file"},
 	{"data-dir", "BOT_DATA_DIR", "DIR", "where durable state and cloned repositories live"},
-	{"http-addr", "BOT_HTTP_ADDR", "ADDR", "listener for /healthz and /metrics"},
+	{"http-addr", "BOT_HTTP_ADDR", "ADDR", "listener for /healthz, /metrics and /mcp"},
 	{"max-steps", "BOT_MAX_STEPS", "N", "model requests per answer"},
 	{"in", "", "NAME", "the repository of BOT_CONFIG to run on (bot tool)"},
 	{"since", "", "AGE", "how far back to look, in days (7d) or as a Go duration (36h); default 7d for bot feedback, 30d for bot usage"},

@@ -62,7 +62,7 @@ func (c *core) newMCP(store mcpStore, tokens []config.MCPToken, reg prometheus.R
 	return mcp.New(mcp.Options{
 		Repos: c.repos, Turns: runner, Store: store, Tokens: tokens, Rate: c.cfg.MCP.Rate, MaxAsks: c.cfg.Concurrency,
 		ToolTimeout: c.cfg.ToolTimeout, TurnTimeout: c.cfg.TurnTimeout,
-		Version: strings.TrimPrefix(versionLine(), "bot "), Logger: c.log, Registry: reg,
+		Version: strings.TrimPrefix(versionLine(), "bot "), Logger: c.log, Registry: reg, Prices: c.cfg.Budgets.Prices,
 	})
 }
 

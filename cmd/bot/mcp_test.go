@@ -157,6 +157,11 @@ func TestServeMCPOverHTTP(t *testing.T) {
 	if !strings.Contains(string(metrics), `askrepo_mcp_calls_total{outcome="ok",token="ci",tool="ask"} 1`) {
 		t.Errorf("/metrics does not count the ask:\n%s", metrics)
 	}
+	// The ask's spend is in the usage series Slack's turns count in, so
+	// their sum is what bot usage reads from the store.
+	if !regexp.MustCompile(`askrepo_usage_answers_total\{model="[^"]+",repo="[^"]+"\} 1`).Match(metrics) {
+		t.Errorf("/metrics does not count the ask's answer in askrepo_usage_answers_total:\n%s", metrics)
+	}
 	if strings.Contains(p.logs.String(), mcpTestToken) {
 		t.Error("the log shows the token")
 	}

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
+	"github.com/askrepo/askrepo/internal/slackbot/slacktest"
 )
 
 // newTicketServer is an MCP server over streamable HTTP with two
@@ -55,27 +56,34 @@ func toolNames(r llmtest.Request) []string {
 	return out
 }
 
-// A server's tools are offered in the channels its entry names, after
-// askrepo's own; a call shows in the thread as a context line like a
-// built-in one, its result reaches the model, and /healthz shows the
-// server. In a channel it does not serve the model never sees them.
-func TestMCPServerToolsInSlack(t *testing.T) {
+// ticketsWorld is the service over one repository, payments, readable
+// everywhere, and the tickets server offered in channels (a YAML list).
+func ticketsWorld(t *testing.T, model *llmtest.Server, channels string, settings ...map[string]string) *repoWorld {
+	t.Helper()
 	up, _ := newUpstream(t, map[string]string{"README.md": "# payments\n"})
-	model := newScriptModel(t, func(n int, req llmtest.Request) (llmtest.Reply, <-chan struct{}) {
-		if req.Last().Role == "user" && slices.Contains(toolNames(req), "tickets__search") {
-			return toolCalls([2]string{"tickets__search", `{"query":"retry"}`}), nil
-		}
-		return answerMsg("Done."), nil
-	})
-	w := newRepoWorld(t, fmt.Sprintf(`repos:
+	return newRepoWorld(t, fmt.Sprintf(`repos:
   - name: payments
     url: %s
     channels: ["*"]
 mcp_servers:
   - name: tickets
     url: %s
-    channels: [C1]
-`, up.URL, newTicketServer(t)), model)
+    channels: %s
+`, up.URL, newTicketServer(t), channels), model, settings...)
+}
+
+// A server's tools are offered in the channels its entry names, after
+// askrepo's own; a call shows in the thread as a context line like a
+// built-in one, its result reaches the model, and /healthz shows the
+// server. In a channel it does not serve the model never sees them.
+func TestMCPServerToolsInSlack(t *testing.T) {
+	model := newScriptModel(t, func(n int, req llmtest.Request) (llmtest.Reply, <-chan struct{}) {
+		if req.Last().Role == "user" && slices.Contains(toolNames(req), "tickets__search") {
+			return toolCalls([2]string{"tickets__search", `{"query":"retry"}`}), nil
+		}
+		return answerMsg("Done."), nil
+	})
+	w := ticketsWorld(t, model, "[C1]")
 
 	in := w.mention("C1", "is retry flaky?", "")
 	w.waitTurns(1)
@@ -115,6 +123,37 @@ mcp_servers:
 	}
 	if len(h.MCPServers) != 1 || h.MCPServers[0].Name != "tickets" || h.MCPServers[0].State != "ready" || h.MCPServers[0].Tools != 2 {
 		t.Errorf("healthz mcp_servers = %+v\n%s", h.MCPServers, rec.Body.String())
+	}
+}
+
+// In the streamed UI a server's tool call is a task card like a built-in
+// one: its title names the tool, it ends complete with a summary, and a
+// call that fails (a tool the server does not offer) ends in error.
+func TestMCPServerToolCardsWhenStreaming(t *testing.T) {
+	model := newScriptModel(t, func(n int, req llmtest.Request) (llmtest.Reply, <-chan struct{}) {
+		if req.Last().Role == "user" {
+			return toolCalls([2]string{"tickets__search", `{"query":"retry"}`}, [2]string{"tickets__close_ticket", `{"query":"7"}`}), nil
+		}
+		return answerMsg("Done."), nil
+	})
+	w := ticketsWorld(t, model, `["*"]`, map[string]string{"BOT_SLACK_UI": "stream"})
+
+	root := w.mention("C1", "is retry flaky?", "")
+	w.waitTurns(1)
+	var tasks []slacktest.Task
+	for _, m := range w.slack.Snapshot().BotMessages("C1", root, slacktest.DefaultBotID) {
+		if m.Via == "chat.startStream" {
+			tasks = append(tasks, m.Tasks()...)
+		}
+	}
+	if len(tasks) != 2 {
+		t.Fatalf("task cards %+v, want one for each call", tasks)
+	}
+	if tk := tasks[0]; !strings.HasPrefix(tk.Title, "tickets__search") || tk.Status != "complete" || tk.Details == "" {
+		t.Errorf("server tool card %+v, want tickets__search complete with a summary", tk)
+	}
+	if tk := tasks[1]; !strings.HasPrefix(tk.Title, "tickets__close_ticket") || tk.Status != "error" {
+		t.Errorf("card of a tool the server does not offer %+v, want it in error", tk)
 	}
 }
 

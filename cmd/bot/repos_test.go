@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -76,7 +77,9 @@ type repoWorld struct {
 	logs  *lockedBuffer
 }
 
-func newRepoWorld(t *testing.T, reposYAML string, model *llmtest.Server) *repoWorld {
+// newRepoWorld starts the service over reposYAML and model, in the
+// message UI unless settings (applied last) say otherwise.
+func newRepoWorld(t *testing.T, reposYAML string, model *llmtest.Server, settings ...map[string]string) *repoWorld {
 	t.Helper()
 	srv := slacktest.New()
 	t.Cleanup(srv.Close)
@@ -84,7 +87,7 @@ func newRepoWorld(t *testing.T, reposYAML string, model *llmtest.Server) *repoWo
 	if err := os.WriteFile(cfgFile, []byte(reposYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := envMap(map[string]string{
+	vars := map[string]string{
 		"SLACK_BOT_TOKEN": slacktest.DefaultBotToken,
 		"SLACK_APP_TOKEN": slacktest.DefaultAppToken,
 		"SLACK_API_URL":   srv.APIURL(),
@@ -96,7 +99,11 @@ func newRepoWorld(t *testing.T, reposYAML string, model *llmtest.Server) *repoWo
 		"BOT_DATA_DIR":    t.TempDir(),
 		"BOT_HTTP_ADDR":   "",
 		"BOT_REPO_SYNC":   "1h", // the tests sync by hand
-	})
+	}
+	for _, m := range settings {
+		maps.Copy(vars, m)
+	}
+	env := envMap(vars)
 	cfg, err := config.Load(env, nil)
 	if err != nil {
 		t.Fatal(err)

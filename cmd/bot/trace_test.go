@@ -78,3 +78,33 @@ func TestChatTracesEachTurn(t *testing.T) {
 		t.Errorf("turn spans of conversations %q in %d traces; want 3 turns, one trace each, the first two of one conversation", convs, len(traces))
 	}
 }
+
+// The traces-only URL and BOT_TRACE_CONTENT reach the exporter from the
+// environment: spans go to that URL, with the question on them only when
+// content is asked for.
+func TestAskTraceSettings(t *testing.T) {
+	const question = "what is QUESTION-5d1?"
+	for _, content := range []string{"false", "true"} {
+		rec := tracingtest.New(t)
+		fake := newModel(t, nil, jsonContent("It is a demo."))
+		env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": fake.URL, "OPENAI_STREAM": "false",
+			"REPO_PATH": testRepo(t), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": rec.Endpoint() + "/v1/traces", "BOT_TRACE_CONTENT": content}
+		var out, errOut bytes.Buffer
+		if err := run(t.Context(), []string{"ask", question}, envMap(env), strings.NewReader(""), &out, &errOut); err != nil {
+			t.Fatalf("run: %v\nstderr: %s", err, errOut.String())
+		}
+		spans := rec.Spans()
+		if len(spans) == 0 {
+			t.Fatalf("BOT_TRACE_CONTENT=%q: no spans at the traces URL", content)
+		}
+		held := false
+		for _, s := range spans {
+			for _, v := range s.Attrs {
+				held = held || strings.Contains(v, "QUESTION-5d1")
+			}
+		}
+		if held != (content == "true") {
+			t.Errorf("BOT_TRACE_CONTENT=%q: the question is on the spans: %v", content, held)
+		}
+	}
+}

@@ -101,6 +101,7 @@ func TestUsageReportTable(t *testing.T) {
 	}{
 		{[]string{"usage", "--by", "user"}, []string{"by user", "USER", "U1", "U2", "TOTAL", "5.30", "No price in BOT_CONFIG's budgets.prices for other"}},
 		{[]string{"usage", "--by", "channel", "--since", "90m"}, []string{"by channel", "C2", "2.00"}},
+		{[]string{"usage", "--by", "model"}, []string{"by model", "MODEL", "gpt-x", "other", "5.30"}},
 		{[]string{"usage", "--since", "60d"}, []string{"all turns", "TOTAL", "23.30"}},
 	}
 	for _, tc := range cases {

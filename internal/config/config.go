@@ -125,7 +125,7 @@ var Settings = []Setting{
 		c.LeaseTTL = d
 		return nil
 	}},
-	{"BOT_HTTP_ADDR", "http_addr", ":8080", "Listener for /healthz and /metrics; empty disables it.", setString(func(c *Config) *string { return &c.HTTPAddr })},
+	{"BOT_HTTP_ADDR", "http_addr", ":8080", "Listener for /healthz, /metrics and /mcp; empty disables it.", setString(func(c *Config) *string { return &c.HTTPAddr })},
 	{"BOT_CONFIG", "", "", "Optional YAML file with these settings (see configs/askrepo.example.yaml).", setString(func(c *Config) *string { return &c.ConfigFile })},
 	{"BOT_LOG_LEVEL", "log.level", "info", "debug, info, warn or error.", setEnum(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 	{"BOT_LOG_FORMAT", "log.format", "json", "json or text.", setEnum(func(c *Config) *string { return &c.LogFormat }, "json", "text")},

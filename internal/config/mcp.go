@@ -89,7 +89,7 @@ var mcpTokenKeys = []string{"name", "token_env", "repos"}
 //	mcp_tokens:
 //	  - name: ci
 //	    token_env: ASKREPO_MCP_CI     # the variable's name, never the token
-//	    repos: [payments]             # what it may read; leave out for all
+//	    repos: [payments]             # what it may read (required)
 //
 // is checked entry by entry, each problem with its line. That the repos
 // exist is for the command to check against the repositories it opened.

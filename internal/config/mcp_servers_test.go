@@ -134,25 +134,9 @@ func TestMCPServersReadmeExample(t *testing.T) {
 // The example entries of configs/askrepo.example.yaml, commented out
 // there, are valid once uncommented.
 func TestMCPServersExampleConfig(t *testing.T) {
-	data, err := os.ReadFile("../../configs/askrepo.example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var block strings.Builder
-	in := false
-	for line := range strings.Lines(string(data)) {
-		switch {
-		case strings.HasPrefix(line, "# mcp_servers:"):
-			in = true
-		case in && !strings.HasPrefix(line, "#   ") && !strings.HasPrefix(line, "#     "):
-			in = false
-		}
-		if in {
-			block.WriteString(strings.TrimPrefix(line, "# "))
-		}
-	}
-	servers, errs := parseMCPServers([]byte(block.String()))
+	block := exampleBlock(t, "mcp_servers")
+	servers, errs := parseMCPServers([]byte(block))
 	if len(errs) > 0 || len(servers) != 2 {
-		t.Fatalf("example config: %d servers, problems %v\n%s", len(servers), errs, block.String())
+		t.Fatalf("example config: %d servers, problems %v\n%s", len(servers), errs, block)
 	}
 }

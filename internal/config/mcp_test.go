@@ -105,3 +105,19 @@ func TestMCPTokensNeverPrint(t *testing.T) {
 		t.Errorf("BOT_MCP_RATE default = %d, want 60", c.MCP.Rate)
 	}
 }
+
+// The mcp_tokens entry of configs/askrepo.example.yaml, commented out
+// there, loads once uncommented and its variable set.
+func TestMCPTokensExampleConfig(t *testing.T) {
+	block := exampleBlock(t, "mcp_tokens")
+	path := filepath.Join(t.TempDir(), "askrepo.yaml")
+	writeFile(t, path, block)
+	c, err := Load(mapEnv(map[string]string{"BOT_CONFIG": path, "ASKREPO_MCP_CI": tokA}), nil)
+	if err != nil {
+		t.Fatalf("the example's mcp_tokens: %v\n%s", err, block)
+	}
+	want := []MCPToken{{Name: "ci", Token: tokA, Repos: []string{"payments"}, Env: "ASKREPO_MCP_CI"}}
+	if diff := cmp.Diff(want, c.MCP.Tokens); diff != "" {
+		t.Errorf("tokens (-want +got):\n%s", diff)
+	}
+}

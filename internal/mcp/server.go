@@ -21,6 +21,7 @@ import (
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/turn"
+	budgets "github.com/askrepo/askrepo/internal/usage"
 )
 
 // How askrepo serves MCP. Every read-only tool the agent has is a tool of
@@ -45,6 +46,8 @@ type Repos interface {
 type Turns interface {
 	Load(ctx context.Context, key session.Key) (turn.Loaded, error)
 	Run(ctx context.Context, req turn.Request) (turn.Result, error)
+	// ModelName labels an ask's spend on /metrics.
+	ModelName() string
 }
 
 // Store ends ask's turns; session.Store has it.
@@ -76,8 +79,11 @@ type Options struct {
 	// Version is askrepo's, told to clients.
 	Version string
 	Logger  *slog.Logger
-	// Registry, when set, gets the calls' metrics.
+	// Registry, when set, gets the calls' metrics, and the usage series
+	// an ask's spend is counted in (shared with Slack's turns).
 	Registry prometheus.Registerer
+	// Prices estimate the cost the usage series count; nil counts none.
+	Prices budgets.Prices
 }
 
 // Server serves askrepo's tools over MCP, over HTTP (Handler) to the
@@ -114,7 +120,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: log.With("component", "mcp"), servers: map[string]*sdk.Server{}, busy: map[session.Key]bool{},
 		running: map[string]int{}}
-	m, err := newMetrics(opts.Registry)
+	m, err := newMetrics(opts.Registry, opts.Prices)
 	if err != nil {
 		return nil, err
 	}

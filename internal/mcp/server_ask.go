@@ -19,7 +19,7 @@ import (
 	"github.com/askrepo/askrepo/internal/repos"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/turn"
-	budget "github.com/askrepo/askrepo/internal/usage"
+	budgets "github.com/askrepo/askrepo/internal/usage"
 )
 
 // AskName is the tool that runs the whole agent.
@@ -155,15 +155,19 @@ func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) 
 	defer cancel()
 	id := newID(8)
 	log := s.log.With("token", a.name, "conversation", key.Thread, "turn", id, "repo", repo, "commit", gitexec.ShortCommit(lease.Commit))
-	// The asker, for per-user budgets, is the token: its asks are counted
-	// apart from every Slack user's and every other token's.
-	res, err := s.opts.Turns.Run(ctx, turn.Request{Key: key, Session: loaded, Lease: lease, Repo: repo,
-		User: asker(a.name), Question: question, TurnID: id, Observer: obs, Log: log})
+	// The token is who asks: the turn's user is mcp:NAME, so a
+	// per-person budget and bot usage --by user count each token alone
+	// (an empty user would count everyone's turns), and no token shares a
+	// Slack user's budget by being named like a user ID.
+	res, err := s.opts.Turns.Run(ctx, turn.Request{Key: key, Session: loaded, Lease: lease, Repo: repo, User: asker(a.name),
+		Question: question, TurnID: id, Observer: obs, Log: log})
 	s.endTurn(id, res, err, log)
-	if over, ok := errors.AsType[*budget.OverBudget](err); ok {
-		log.Info("mcp ask over budget", "budget", over.Limit.Per+"/"+over.Limit.Period)
+	if over, ok := errors.AsType[*budgets.OverBudget](err); ok {
+		// A budget is used up: its sentence says which, and when it
+		// resets. Nothing failed, and the model was not asked.
 		return nil, repo, refuse(over)
 	}
+	s.metrics.spend.Count(repo, s.opts.Turns.ModelName(), res.Usage, err == nil)
 	if err != nil {
 		ref := newID(3)
 		log.Error("mcp ask failed", "ref", ref, "err", err)

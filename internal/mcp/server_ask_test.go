@@ -12,7 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/llm"
 	"github.com/askrepo/askrepo/internal/llm/llmtest"
 	"github.com/askrepo/askrepo/internal/mcp"
@@ -78,7 +78,10 @@ func TestAskWithTheDemoModel(t *testing.T) {
 	}
 }
 
-func TestAskWithAScriptedModel(t *testing.T) {
+// scriptedModel is a model that reads main.go, then says where Hello is
+// (with one made-up citation), and answers a follow-up in one line.
+func scriptedModel(t *testing.T) (*llmtest.Server, agent.Model) {
+	t.Helper()
 	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		switch {
 		case r.Last().Role == "tool":
@@ -92,6 +95,11 @@ func TestAskWithAScriptedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ai, model
+}
+
+func TestAskWithAScriptedModel(t *testing.T) {
+	ai, model := scriptedModel(t)
 	f := newFixture(t, fixtureOptions{model: model})
 	cs := f.connect(t, ciToken)
 	a, res := ask(t, cs, map[string]any{"question": "where is Hello?", "repo": "alpha"})
@@ -284,43 +292,5 @@ func TestAskStopsWhenTheClientGoes(t *testing.T) {
 	sessions, err := f.store.Sessions(t.Context(), 10)
 	if err != nil || len(sessions) != 1 || sessions[0].Turns != 0 {
 		t.Errorf("sessions = %+v, %v; want one, with no turn done", sessions, err)
-	}
-}
-
-// A per-user budget counts a token's asks as that token's own: a Slack
-// user's spend does not close asks to every token, a token that spent its
-// budget is told so in the budget's own sentence and the model is not
-// asked, and another token still asks.
-func TestAskUnderAPerUserBudget(t *testing.T) {
-	ai := llmtest.New(t, func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "It says hello."} })
-	model, err := llm.NewClient(llm.ClientConfig{BaseURL: ai.URL, APIKey: "sk-test", Model: "fake-model", MaxRetries: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture(t, fixtureOptions{model: model, budgets: config.Budgets{Limits: []config.Limit{{Per: config.PerUser, Period: "day", Tokens: 100}}}})
-	// A Slack user has spent far more than the budget today.
-	slackTurn := session.Turn{ID: "slack-1", Key: session.Key{Team: "T1", Channel: "C1", Thread: "1.1"}, User: "U1", Question: "q"}
-	if err := f.store.StartTurn(t.Context(), slackTurn, "alpha", llm.Message{Role: llm.RoleUser, Content: "q"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.store.AppendStep(t.Context(), "slack-1", []llm.Message{{Role: llm.RoleAssistant, Content: "a"}}, llm.Usage{PromptTokens: 5000}); err != nil {
-		t.Fatal(err)
-	}
-
-	ci := f.connect(t, ciToken)
-	if _, res := ask(t, ci, map[string]any{"question": "what does it say?", "repo": "alpha"}); res.IsError {
-		t.Fatalf("a Slack user's spend refused the token's ask: %s", text(res))
-	}
-	before := len(ai.Requests())
-	_, res := ask(t, ci, map[string]any{"question": "and again?", "repo": "alpha"})
-	if !res.IsError || !strings.Contains(text(res), "budget") || !strings.Contains(text(res), "resets") {
-		t.Fatalf("the token over its budget got %q; want the budget's sentence", text(res))
-	}
-	if n := len(ai.Requests()); n != before {
-		t.Errorf("the model was asked %d more times for a question over budget", n-before)
-	}
-	other := f.connect(t, alphaToken)
-	if _, res := ask(t, other, map[string]any{"question": "what does it say?", "repo": "alpha"}); res.IsError {
-		t.Fatalf("one token's spend refused another's ask: %s", text(res))
 	}
 }

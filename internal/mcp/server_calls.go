@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askrepo/askrepo/internal/repos"
+	budgets "github.com/askrepo/askrepo/internal/usage"
 )
 
 // metrics are the server's Prometheus series.
@@ -17,9 +18,11 @@ type metrics struct {
 	calls        *prometheus.CounterVec
 	seconds      *prometheus.HistogramVec
 	unauthorized prometheus.Counter
+	// spend is what asks spent, in the series Slack's turns count in.
+	spend *budgets.Metrics
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, prices budgets.Prices) (*metrics, error) {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "askrepo", Name: "mcp_calls_total",
 			Help: "MCP tool calls, by token name, tool and outcome (ok, error: the tool said so, refused: a repository the token may not read or a bad argument, limited: over BOT_MCP_RATE)."},
@@ -30,12 +33,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Requests to /mcp refused for a bearer token that is not configured."}),
 	}
 	if reg == nil {
-		return m, nil
+		reg = prometheus.NewRegistry() // counted, shown nowhere
 	}
 	for _, c := range []prometheus.Collector{m.calls, m.seconds, m.unauthorized} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register MCP metrics: %w", err)
 		}
+	}
+	var err error
+	if m.spend, err = budgets.NewMetrics(reg, prices); err != nil {
+		return nil, fmt.Errorf("register MCP metrics: %w", err)
 	}
 	return m, nil
 }

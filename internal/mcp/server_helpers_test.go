@@ -23,7 +23,6 @@ import (
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/tools"
 	"github.com/askrepo/askrepo/internal/turn"
-	"github.com/askrepo/askrepo/internal/usage"
 )
 
 // Tokens of the fixture: ci reads every repository, alphaOnly only alpha.
@@ -55,7 +54,8 @@ type fixtureOptions struct {
 	rate    int
 	maxAsks int
 	model   agent.Model
-	budgets config.Budgets // checked by a usage.Gate over the fixture's store
+	// quota, when set, is asked before each new question, as budgets are.
+	quota turn.Quota
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -81,30 +81,44 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	if model == nil {
 		model = llm.NewDemo()
 	}
-	runner, err := turn.New(turn.Config{Store: f.store, Agent: agent.Config{Model: model},
-		Quota: usage.NewGate(o.budgets, f.store, time.Now),
+	f.repos, f.runner = m, newRunner(t, f.store, model, o.quota)
+	f.srv, f.url = serve(t, mcp.Options{Repos: m, Turns: f.runner, Store: f.store, Rate: o.rate, MaxAsks: o.maxAsks,
+		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)), Registry: f.reg})
+	return f
+}
+
+// newRunner runs turns over store with model and the read-only tools,
+// asking quota (when not nil) before each new question.
+func newRunner(t *testing.T, store session.Store, model agent.Model, quota turn.Quota) *turn.Runner {
+	t.Helper()
+	runner, err := turn.New(turn.Config{Store: store, Agent: agent.Config{Model: model},
 		Tools: func(_ context.Context, l *repos.Lease, _ string) agent.Toolbox {
 			return tools.NewRegistry(tools.Default(l.Workspace, tools.Options{Index: l.Index})...)
-		}, Model: "m"})
+		}, Model: "m", Quota: quota})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.repos, f.runner = m, runner
-	f.srv, err = mcp.New(mcp.Options{Repos: m, Turns: runner, Store: f.store, Rate: o.rate, MaxAsks: o.maxAsks, Version: "test",
-		// A test that goes wrong ends within it, not in ten minutes.
-		TurnTimeout: 30 * time.Second,
-		Tokens: []config.MCPToken{
-			{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"},
-			{Name: "alpha-only", Token: alphaToken, Repos: []string{"alpha"}, Env: "ALPHA"},
-		},
-		Logger: slog.New(slog.NewJSONHandler(f.logs, nil)), Registry: f.reg})
+	return runner
+}
+
+// serve serves o over HTTP with the fixture's tokens, and returns the
+// server and its URL.
+func serve(t *testing.T, o mcp.Options) (*mcp.Server, string) {
+	t.Helper()
+	o.Version = "test"
+	// A test that goes wrong ends within it, not in ten minutes.
+	o.TurnTimeout = 30 * time.Second
+	o.Tokens = []config.MCPToken{
+		{Name: "ci", Token: ciToken, Env: "BOT_MCP_TOKENS"},
+		{Name: "alpha-only", Token: alphaToken, Repos: []string{"alpha"}, Env: "ALPHA"},
+	}
+	srv, err := mcp.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(f.srv.Handler())
+	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	f.url = hs.URL
-	return f
+	return srv, hs.URL
 }
 
 // bearer adds a token to every request, and sends them with host as the

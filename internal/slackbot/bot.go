@@ -89,7 +89,7 @@ func New(cfg Config) (*Bot, error) {
 	}
 	cfg = withDefaults(cfg)
 	log := cfg.Logger.With("component", "slackbot")
-	m, err := newMetrics(cfg.Registry)
+	m, err := newMetrics(cfg.Registry, cfg.Prices)
 	if err != nil {
 		return nil, fmt.Errorf("register slack bot metrics: %w", err)
 	}

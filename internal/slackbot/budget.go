@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/askrepo/askrepo/internal/usage"
 
 	"github.com/askrepo/askrepo/internal/slackbot/render"
@@ -32,8 +30,8 @@ func (t *turnRun) overBudget(err error) bool {
 		return false
 	}
 	t.res.outcome = outcomeOverBudget
-	if t.prog != nil { // refused by the runner, after the turn showed work
-		t.prog.finish()
+	if t.prog != nil || t.stream != nil { // refused by the runner, after the turn showed work
+		t.endWork(false)
 		t.b.unreact(t.post, t.in, reactWorking)
 	}
 	t.b.postOut(t.post, t.in, render.Outgoing{Text: over.Error()}, t.log)
@@ -87,49 +85,10 @@ func isToolName(s string) bool {
 	})
 }
 
-// usageMetrics count what turns spent, by repository and model: counters
-// each replica adds its own turns to. sum() over the replicas and
-// increase() over a window give the totals bot usage reads from the
-// store. Gauges refreshed from the store were the other way, but every
-// replica would report the same store-wide totals (summing them would
-// multiply by the replicas), and each refresh would be a query.
-type usageMetrics struct {
-	tokens  *prometheus.CounterVec // by repo, model, kind: uncached_prompt, cached_prompt, completion
-	cost    *prometheus.CounterVec // by repo, model
-	answers *prometheus.CounterVec // by repo, model
-}
-
-func newUsageMetrics(reg prometheus.Registerer) (*usageMetrics, error) {
-	m := &usageMetrics{
-		tokens: newCounterVec("usage_tokens_total",
-			"Tokens turns spent, by repo, model and kind (uncached_prompt, cached_prompt, completion).", "repo", "model", "kind"),
-		cost: newCounterVec("usage_estimated_cost_total",
-			"Estimated cost of the tokens turns spent, from the price table of BOT_CONFIG, by repo and model.", "repo", "model"),
-		answers: newCounterVec("usage_answers_total",
-			"Answers posted, by repo and model.", "repo", "model"),
-	}
-	for _, c := range []prometheus.Collector{m.tokens, m.cost, m.answers} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
 // countUsage adds the turn's spend to the usage metrics.
 func (t *turnRun) countUsage() {
-	m, u := t.b.metrics.usage, t.out.Usage
 	if t.co == nil {
 		return // no checkout, so no model request either
 	}
-	repo, model := t.co.repo, t.b.cfg.Turns.ModelName()
-	uncached := max(u.PromptTokens-u.CachedPromptTokens, 0)
-	m.tokens.WithLabelValues(repo, model, "uncached_prompt").Add(float64(uncached))
-	m.tokens.WithLabelValues(repo, model, "cached_prompt").Add(float64(u.CachedPromptTokens))
-	m.tokens.WithLabelValues(repo, model, "completion").Add(float64(u.CompletionTokens))
-	cost, _ := t.b.cfg.Prices.Cost(model, u)
-	m.cost.WithLabelValues(repo, model).Add(cost)
-	if t.res.outcome == outcomeAnswered {
-		m.answers.WithLabelValues(repo, model).Inc()
-	}
+	t.b.metrics.usage.Count(t.co.repo, t.b.cfg.Turns.ModelName(), t.out.Usage, t.res.outcome == outcomeAnswered)
 }

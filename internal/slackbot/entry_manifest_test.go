@@ -57,14 +57,14 @@ func TestManifestDeclaresTheEntryPoints(t *testing.T) {
 	if len(f.Shortcuts) != 1 || f.Shortcuts[0].Type != "message" || f.Shortcuts[0].CallbackID != shortcutCallback {
 		t.Errorf("shortcuts %+v: want one message shortcut %q", f.Shortcuts, shortcutCallback)
 	}
-	for _, s := range []string{"assistant:write", "commands", "chat:write", "im:history"} {
-		if !slices.Contains(m.OAuth.Scopes.Bot, s) {
-			t.Errorf("scopes %v lack %s", m.OAuth.Scopes.Bot, s)
-		}
+	// Exactly what the bot uses: a scope or event more is one more thing
+	// an admin must approve for nothing, one less breaks an entry point.
+	scopes := []string{"app_mentions:read", "assistant:write", "channels:history", "chat:write", "commands", "groups:history", "im:history", "reactions:write"}
+	if got := slices.Sorted(slices.Values(m.OAuth.Scopes.Bot)); !slices.Equal(got, scopes) {
+		t.Errorf("bot scopes %v, want %v", got, scopes)
 	}
-	for _, e := range []string{"assistant_thread_started", "assistant_thread_context_changed", "app_home_opened", "message.im"} {
-		if !slices.Contains(m.Settings.Events.Bot, e) {
-			t.Errorf("events %v lack %s", m.Settings.Events.Bot, e)
-		}
+	events := []string{"agent_session_stopped", "app_home_opened", "app_mention", "assistant_thread_context_changed", "assistant_thread_started", "message.channels", "message.groups", "message.im"}
+	if got := slices.Sorted(slices.Values(m.Settings.Events.Bot)); !slices.Equal(got, events) {
+		t.Errorf("bot events %v, want %v", got, events)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/askrepo/askrepo/internal/repos"
+	"github.com/askrepo/askrepo/internal/usage"
 )
 
 // metrics are the bot's Prometheus series, registered on Config.Registry.
@@ -30,11 +31,11 @@ type metrics struct {
 	compactions      prometheus.Counter
 	citations        *prometheus.CounterVec // in posted answers, by result: valid, flagged
 	feedback         *prometheus.CounterVec // 👍/👎 clicks recorded, by rating: up, down
-	usage            *usageMetrics
+	usage            *usage.Metrics
 	*streamMetrics
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, prices usage.Prices) (*metrics, error) {
 	m := &metrics{
 		turns: newCounterVec("turns_total",
 			"Turns ended, by outcome (answered, stopped, timeout, model_unavailable, …).", "outcome"),
@@ -86,7 +87,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 	}
 	var err error
-	m.usage, err = newUsageMetrics(reg)
+	m.usage, err = usage.NewMetrics(reg, prices)
 	return m, err
 }
 

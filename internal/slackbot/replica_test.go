@@ -223,31 +223,10 @@ func (s *stallable) RenewThread(ctx context.Context, key session.Key, owner stri
 // step and answers; the first, back, finds its lease gone, cuts its turn
 // and posts nothing. One answer.
 func TestReplicaTakesOverAThreadWhoseLeaseExpired(t *testing.T) {
-	var held atomic.Int32
-	p := newReplicaPair(t, func(r llmtest.Request) llmtest.Reply {
-		rep := readThenAnswer(r)
-		if r.Last().Role == "tool" && held.Add(1) == 1 {
-			rep.Wait = make(chan struct{}) // replica a's step 2 never comes
-		}
-		return rep
-	}, func(name string, c *Config) {
-		c.Shared = &stallable{Shared: c.Shared}
-	})
-	stall := p.a.bot.cfg.Shared.(*stallable)
+	p, stall := stalledPair(t, UIMessages)
 	root := p.mention(t, p.connA, "C1", "what is widget?")
 	waitQuestionAnswering(t, p.a, "what is widget?")
-
-	stall.stalled.Store(true)
-	p.b.waitReaction("C1", root, reactDone)
-	stall.stalled.Store(false)
-	ctx := p.a.ctx()
-	for len(p.a.logLines("turn")) == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("replica a never ended its turn after losing the lease")
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
+	takeOver(t, p, stall, root)
 
 	if got := outcomes(p.a.logLines("turn")); !slices.Equal(got, []string{outcomeTakenOver}) {
 		t.Errorf("replica a's turn outcomes %v, want [%s]", got, outcomeTakenOver)

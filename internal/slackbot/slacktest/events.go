@@ -20,6 +20,11 @@ type Event struct {
 	EventID      string
 	RetryAttempt int
 	RetryReason  string
+	// Team is the workspace the event comes from, as an app installed in
+	// several (an org-wide install) hears: the envelope's team_id and
+	// context_team_id, and a person's message's team. Empty is the
+	// server's TeamID.
+	Team string
 }
 
 // Type is the inner event type, e.g. "app_mention" or "message".
@@ -287,9 +292,13 @@ func (s *Server) eventFrame(ev Event) (*outFrame, string) {
 	if _, ok := in["event_ts"]; !ok {
 		in["event_ts"] = ts
 	}
+	team := s.cfg.TeamID
+	if ev.Team != "" {
+		team = ev.Team
+	}
 	if t := ev.Type(); t == "app_mention" || t == "message" {
 		if _, ok := in["team"]; !ok && in["user"] != nil {
-			in["team"] = s.cfg.TeamID
+			in["team"] = team
 		}
 	}
 	s.applyEventLocked(in)
@@ -312,8 +321,8 @@ func (s *Server) eventFrame(ev Event) (*outFrame, string) {
 		"retry_reason":             ev.RetryReason,
 		"payload": map[string]any{
 			"token":                 "fake-verification-token",
-			"team_id":               s.cfg.TeamID,
-			"context_team_id":       s.cfg.TeamID,
+			"team_id":               team,
+			"context_team_id":       team,
 			"context_enterprise_id": nil,
 			"api_app_id":            s.cfg.AppID,
 			"event":                 in,
