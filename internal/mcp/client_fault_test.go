@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -107,6 +108,28 @@ func TestClientSilentServer(t *testing.T) {
 	h := f.waitFor("mute", "restarted", func(h ServerHealth) bool { return h.Restarts >= 1 })
 	if !strings.Contains(h.Error, "no answer to the MCP handshake") {
 		t.Errorf("health = %+v", h)
+	}
+}
+
+// A stdio server that answers with one endless message cannot fill
+// askrepo's memory: the SDK reads one message of a stdio server up to
+// 16 MiB, so the server is down, and askrepo holds far less than the flood.
+func TestClientStdioFloodIsBounded(t *testing.T) {
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f := newClientFixture(t, 2*time.Second, stdioSpec("flood", "flood"))
+	tb := f.toolbox("")
+	if got := defNames(tb.Definitions()); len(got) != 2 {
+		t.Errorf("a flooding server offers tools: %v", got)
+	}
+	f.waitFor("flood", "down", func(h ServerHealth) bool { return h.State == "down" && h.Error != "" })
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grew := int64(after.TotalAlloc) - int64(before.TotalAlloc)
+	t.Logf("allocated %d MiB reading a %d MiB flood", grew>>20, floodBytes>>20)
+	if grew > floodBytes/2 {
+		t.Errorf("reading the flood allocated %d MiB; want it bounded far below the %d MiB sent", grew>>20, floodBytes>>20)
 	}
 }
 

@@ -42,9 +42,12 @@ func init() {
 //   - exit: writes to stderr (naming its secret) and exits at once;
 //   - freezer: tools, and freeze, which stops the process in a call;
 //   - spawner: tools, and spawn, which starts a sleeper and gives its pid;
-//   - sleeper: sleeps.
+//   - sleeper: sleeps;
+//   - flood: answers the handshake with one message that never ends.
 func serveTestStdio(mode string) int {
 	switch mode {
+	case "flood":
+		return flood()
 	case "silent":
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		time.Sleep(time.Hour) // not select{}, which the runtime ends as a deadlock
@@ -208,4 +211,26 @@ func (h *testHTTPServer) stop() {
 		h.CloseClientConnections()
 		h.Close()
 	})
+}
+
+// floodBytes is how much the flood server writes as one message: far more
+// than a client that bounded nothing would survive holding.
+const floodBytes = 256 << 20
+
+// flood reads the handshake's first line and answers with the start of a
+// message that goes on for floodBytes, then waits.
+func flood() int {
+	buf := make([]byte, 4096)
+	if _, err := os.Stdin.Read(buf); err != nil {
+		return 1
+	}
+	fmt.Fprint(os.Stdout, `{"jsonrpc":"2.0","id":1,"result":{"junk":"`)
+	chunk := []byte(strings.Repeat("a", 1<<20))
+	for written := 0; written < floodBytes; written += len(chunk) {
+		if _, err := os.Stdout.Write(chunk); err != nil {
+			return 0 // the client hung up: it read enough
+		}
+	}
+	time.Sleep(time.Hour)
+	return 0
 }

@@ -39,7 +39,7 @@ type clientFixture struct {
 func newClientFixture(t *testing.T, startTimeout time.Duration, specs ...config.MCPServer) *clientFixture {
 	t.Helper()
 	env := map[string]string{
-		"MODE_TOOLS": "tools", "MODE_SILENT": "silent", "MODE_EXIT": "exit", "MODE_FREEZER": "freezer", "MODE_SPAWNER": "spawner",
+		"MODE_TOOLS": "tools", "MODE_SILENT": "silent", "MODE_EXIT": "exit", "MODE_FREEZER": "freezer", "MODE_SPAWNER": "spawner", "MODE_FLOOD": "flood",
 		"STDIO_SECRET": stdioSecret, "HTTP_AUTH": httpAuth, "WRONG_AUTH": "Bearer not-the-right-one",
 	}
 	logs := &logtest.Buffer{}
