@@ -1,6 +1,8 @@
 package slackbot
 
 import (
+	"cmp"
+	"container/list"
 	"context"
 	"fmt"
 	"os"
@@ -28,11 +30,24 @@ import (
 // panelThreads remembers, per panel thread, the channel in view whose
 // repositories answer it, its greeting and whether its title was set. It
 // is this process's cache: the greeting's metadata in Slack keeps the
-// channel in view for a restart or another replica (see recallPanel). The
-// zero value is ready to use; it is safe for concurrent use.
+// channel in view for a restart or another replica (see recallPanel), so
+// a thread it no longer holds is read back from there. It holds the
+// maxPanelThreads threads used last, so a long-running process does not
+// grow with every panel thread it ever saw. The zero value is ready to
+// use; it is safe for concurrent use.
 type panelThreads struct {
-	mu sync.Mutex
-	m  map[session.Key]*panelThread
+	mu  sync.Mutex
+	m   map[session.Key]*list.Element // of *panelEntry
+	lru list.List                     // most recently used first
+	max int                           // 0: maxPanelThreads
+}
+
+// maxPanelThreads bounds the panel threads a process remembers.
+const maxPanelThreads = 10_000
+
+type panelEntry struct {
+	key session.Key
+	panelThread
 }
 
 type panelThread struct {
@@ -44,11 +59,12 @@ type panelThread struct {
 func (p *panelThreads) get(key session.Key) (panelThread, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	t, ok := p.m[key]
+	e, ok := p.m[key]
 	if !ok {
 		return panelThread{}, false
 	}
-	return *t, true
+	p.lru.MoveToFront(e)
+	return e.Value.(*panelEntry).panelThread, true
 }
 
 func (p *panelThreads) set(key session.Key, context string) {
@@ -59,25 +75,32 @@ func (p *panelThreads) update(key session.Key, f func(*panelThread)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
-		p.m = map[session.Key]*panelThread{}
+		p.m = map[session.Key]*list.Element{}
 	}
-	t, ok := p.m[key]
-	if !ok {
-		t = &panelThread{}
-		p.m[key] = t
+	e, ok := p.m[key]
+	if ok {
+		p.lru.MoveToFront(e)
+	} else {
+		e = p.lru.PushFront(&panelEntry{key: key})
+		p.m[key] = e
+		for limit := cmp.Or(p.max, maxPanelThreads); p.lru.Len() > limit; {
+			last := p.lru.Back()
+			p.lru.Remove(last)
+			delete(p.m, last.Value.(*panelEntry).key)
+		}
 	}
-	f(t)
+	f(&e.Value.(*panelEntry).panelThread)
 }
 
 // title marks key's title set and reports whether it was not yet.
 func (p *panelThreads) title(key session.Key) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	t, ok := p.m[key]
-	if !ok || t.titled {
+	e, ok := p.m[key]
+	if !ok || e.Value.(*panelEntry).titled {
 		return false
 	}
-	t.titled = true
+	e.Value.(*panelEntry).titled = true
 	return true
 }
 
