@@ -1,9 +1,6 @@
 package repos
 
 import (
-	"context"
-	"time"
-
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
@@ -43,16 +40,4 @@ func (x localIndex) Note() string {
 		return n + "; " + noteLocalEdits
 	}
 	return noteLocalEdits
-}
-
-// filesDiffer reports whether a path checkout's files differ from its
-// commit: a tracked file changed, or a file git does not ignore is not
-// tracked. A checkout git cannot read counts as differing.
-func filesDiffer(ctx context.Context, ws *tools.Workspace) bool {
-	g, err := ws.Git(ctx)
-	if err != nil {
-		return true
-	}
-	out, err := gitCall{git: g, timeout: 30 * time.Second}.run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--ignore-submodules=all")
-	return err != nil || out != ""
 }

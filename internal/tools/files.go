@@ -34,6 +34,12 @@ type filesCache struct {
 	list []string
 	key  string
 	at   time.Time
+	// tracked is git's record of every tracked file (ls-files -t --stage
+	// output), read by stagedSecrets while key holds; "" outside git.
+	tracked string
+	// differs says whether the files differ from HEAD, when the listing
+	// was asked that (see DiffersFromHead); nil when it was not.
+	differs *bool
 }
 
 // Files returns every listable regular file and symlink in the checkout as
@@ -48,6 +54,29 @@ type filesCache struct {
 // The result is cached while the git index and HEAD are unchanged, for at
 // most WorkspaceOptions.FilesTTL. The returned slice is the caller's.
 func (w *Workspace) Files(ctx context.Context) ([]string, error) {
+	c, err := w.listing(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(c.list), nil
+}
+
+// DiffersFromHead reports whether the checkout's files differ from its
+// HEAD commit: a tracked file changed, deleted, unmerged or staged with
+// other content, or a file git does not ignore is not tracked. A checkout
+// git cannot read, or outside git, counts as differing. It always lists
+// the checkout afresh (an edit made a second ago counts), and Files then
+// reuses that listing: the check and the listing a search needs are one
+// pair of git calls, not two.
+func (w *Workspace) DiffersFromHead(ctx context.Context) bool {
+	c, err := w.listing(ctx, true)
+	return err != nil || c.differs == nil || *c.differs
+}
+
+// listing returns the checkout's listing: the cached one while it holds,
+// unless fresh is set, which also works out whether the files differ from
+// HEAD.
+func (w *Workspace) listing(ctx context.Context, fresh bool) (*filesCache, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
 	}
@@ -65,25 +94,27 @@ func (w *Workspace) Files(ctx context.Context) ([]string, error) {
 		git = gitexec.Git{} // not a repository, or not its own: walk
 	}
 	key := cacheKey(git.GitDir)
-	if c := w.files; c != nil && w.ttl > 0 && c.key == key && time.Since(c.at) < w.ttl {
-		return slices.Clone(c.list), nil
+	if c := w.files; !fresh && c != nil && w.ttl > 0 && c.key == key && time.Since(c.at) < w.ttl {
+		return c, nil
 	}
-	var list []string
+	c := &filesCache{key: key}
 	var err error
 	if git.GitDir != "" {
-		list, err = w.gitFiles(ctx, git)
+		err = w.gitFiles(ctx, git, c, fresh)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("git ls-files failed; walking the directory instead", "err", err)
-			list, err = w.walkFiles(ctx)
+			*c = filesCache{key: key}
+			c.list, err = w.walkFiles(ctx)
 		}
 	} else {
-		list, err = w.walkFiles(ctx)
+		c.list, err = w.walkFiles(ctx)
 	}
 	if err != nil {
 		return nil, err
 	}
-	w.files = &filesCache{list: list, key: key, at: time.Now()}
-	return slices.Clone(list), nil
+	c.at = time.Now()
+	w.files = c
+	return c, nil
 }
 
 // cacheKey changes when a commit, checkout, pull or add rewrites the index
@@ -105,19 +136,24 @@ func cacheKey(gitDir string) string {
 	return b.String()
 }
 
-// gitFiles lists the checkout with two git calls run side by side: one
-// reads the index and checks which tracked files are still on disk, the
-// other walks the tree for untracked files that are not ignored (the larger
-// part, about 40ms for 12k files). Besides the names, git says what each
-// tracked entry is, which saves a stat per file in this process (for a large
-// checkout that used to be most of the cost of a listing): -t tags tracked
-// files deleted from disk (R, listed once more as a second entry), --stage
-// gives the mode, which marks submodules (160000, directories, never listed).
-// Tracked files with skip-worktree set (sparse checkouts, or a local override
-// someone keeps) may or may not be on disk, and are the only ones checked
-// here. A tracked file replaced on disk by a directory stays listed; opening
-// it says what it is.
-func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git) ([]string, error) {
+// gitFiles lists the checkout into c with two git calls run side by side:
+// one reads the index and checks which tracked files are still on disk,
+// the other walks the tree for untracked files that are not ignored (the
+// larger part, about 20 ms for 12k files). Besides the names, git says
+// what each tracked entry is, which saves a stat per file in this process
+// (for a large checkout that used to be most of the cost of a listing): -t
+// tags tracked files deleted from disk (R, listed once more as a second
+// entry) and, with --modified, changed ones (C, likewise), --stage gives
+// the mode, which marks submodules (160000, directories, never listed).
+// Tracked files with skip-worktree set (sparse checkouts, or a local
+// override someone keeps) may or may not be on disk, and are the only ones
+// checked here. A tracked file replaced on disk by a directory stays
+// listed; opening it says what it is.
+//
+// With head set, a third call compares the index with HEAD, and c.differs
+// says whether anything differs from HEAD: what git status would show,
+// without status's own walk (or its rewriting the index).
+func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git, c *filesCache, head bool) error {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	type result struct {
@@ -129,33 +165,56 @@ func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git) ([]string, er
 		out, err := lsFiles(ctx, git, "--others", "--exclude-standard")
 		others <- result{out, err}
 	}()
-	tracked, err := lsFiles(ctx, git, "-t", "--stage", "--deleted")
+	staged := make(chan bool, 1)
+	if head {
+		go func() { staged <- stagedChanges(ctx, git) }()
+	}
+	tracked, err := lsFiles(ctx, git, "-t", "--stage", "--deleted", "--modified")
 	o := <-others
 	if err == nil {
 		err = o.err
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	list, deleted, err := parseLsFiles(tracked, w.dir)
+	t, err := parseLsFiles(tracked, w.dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	list, untracked := t.list, false
 	for name := range strings.SplitSeq(o.out, "\x00") {
 		if name != "" {
 			list = append(list, name)
+			untracked = true
 		}
 	}
 	slices.Sort(list)
 	list = slices.Compact(list) // a conflicted file is listed once per stage
-	if len(deleted) > 0 {
-		slices.Sort(deleted)
+	if len(t.deleted) > 0 {
+		slices.Sort(t.deleted)
 		list = slices.DeleteFunc(list, func(n string) bool {
-			_, found := slices.BinarySearch(deleted, n)
+			_, found := slices.BinarySearch(t.deleted, n)
 			return found
 		})
 	}
-	return slices.DeleteFunc(list, newDenyIndex(w.deny).denied), nil
+	c.list = slices.DeleteFunc(list, newDenyIndex(w.deny).denied)
+	c.tracked = tracked
+	if head {
+		// ls-files compares the content of a file whose stat alone
+		// changed (touched, rewritten with the same bytes) before it
+		// calls it modified.
+		differs := untracked || len(t.deleted) > 0 || len(t.modified) > 0 || t.unmerged || <-staged
+		c.differs = &differs
+	}
+	return nil
+}
+
+// stagedChanges says whether git's index differs from HEAD (a change
+// staged and not committed), or git could not tell. Submodules are left
+// out, as the listing leaves them out.
+func stagedChanges(ctx context.Context, git gitexec.Git) bool {
+	cmd := git.Command(ctx, "diff-index", "--cached", "--quiet", "--ignore-submodules=all", "--no-ext-diff", "--no-textconv", "HEAD", "--")
+	return cmd.Run() != nil // exit 1: they differ; anything else: unknown
 }
 
 // lsFiles runs git ls-files -z with args and returns its output.
@@ -174,11 +233,20 @@ func lsFiles(ctx context.Context, git gitexec.Git, args ...string) (string, erro
 	return string(out), nil
 }
 
-// parseLsFiles splits the output of `git ls-files -z -t --stage --deleted`,
-// run in dir, into the names to list (not yet sorted, possibly repeated) and
-// the tracked names deleted from disk. Records read
-// "<tag> <mode> <object> <stage>\t<path>".
-func parseLsFiles(out, dir string) (list, deleted []string, err error) {
+// trackedFiles is what `git ls-files -z -t --stage --deleted --modified`
+// says of the tracked files.
+type trackedFiles struct {
+	list     []string // to list: not yet sorted, possibly repeated
+	deleted  []string // deleted from disk
+	modified []string // whose stat differs from the index's (content maybe not)
+	unmerged bool     // a file is in an unresolved merge
+}
+
+// parseLsFiles reads the output of `git ls-files -z -t --stage --deleted
+// --modified`, run in dir. Records read "<tag> <mode> <object>
+// <stage>\t<path>".
+func parseLsFiles(out, dir string) (trackedFiles, error) {
+	var t trackedFiles
 	for rec := range strings.SplitSeq(out, "\x00") {
 		if rec == "" {
 			continue
@@ -186,23 +254,26 @@ func parseLsFiles(out, dir string) (list, deleted []string, err error) {
 		tag, rest, ok := strings.Cut(rec, " ")
 		meta, name, ok2 := strings.Cut(rest, "\t")
 		if !ok || !ok2 || len(tag) != 1 {
-			return nil, nil, fmt.Errorf("git ls-files: unexpected record %q", rec)
+			return trackedFiles{}, fmt.Errorf("git ls-files: unexpected record %q", rec)
 		}
 		switch {
 		case strings.HasPrefix(meta, "160000 "):
 			// A submodule: a directory, not a file.
 		case tag == "R":
-			deleted = append(deleted, name)
+			t.deleted = append(t.deleted, name)
+		case tag == "C":
+			t.modified = append(t.modified, name) // listed by its own entry
 		case tag == "S":
 			// git never looks at skip-worktree files on disk.
 			if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name))); err == nil && (fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
-				list = append(list, name)
+				t.list = append(t.list, name)
 			}
 		default:
-			list = append(list, name)
+			t.unmerged = t.unmerged || tag == "M"
+			t.list = append(t.list, name)
 		}
 	}
-	return list, deleted, nil
+	return t, nil
 }
 
 // walkFiles lists the checkout without git. fs.WalkDir on the root's FS

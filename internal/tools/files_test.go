@@ -83,7 +83,7 @@ func TestFilesGitIndexStates(t *testing.T) {
 
 func TestParseLsFilesRejectsUnknownOutput(t *testing.T) {
 	for _, out := range []string{"garbage\x00", "H 100644 abc 0 no-tab\x00", "? untracked\x00", "HH 100644 abc 0\tx\x00"} {
-		if _, _, err := parseLsFiles(out, t.TempDir()); err == nil {
+		if _, err := parseLsFiles(out, t.TempDir()); err == nil {
 			t.Errorf("parseLsFiles(%q) accepted it", out)
 		}
 	}

@@ -1,0 +1,190 @@
+//go:build unix
+
+package tools
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDiffersFromHead: every way a checkout's files can differ from its
+// commit, as git status would show it, and the ways that are not a
+// difference (an ignored file, a file touched with the same bytes).
+func TestDiffersFromHead(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(t *testing.T, dir string)
+		want   bool
+	}{
+		{"clean", func(*testing.T, string) {}, false},
+		{"tracked file changed", func(t *testing.T, dir string) {
+			wsWriteFiles(t, dir, map[string]string{"a.go": "package a // edited\n"})
+		}, true},
+		{"tracked file deleted", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "b.txt")); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"untracked file", func(t *testing.T, dir string) {
+			wsWriteFiles(t, dir, map[string]string{"sub/new.go": "package sub\n"})
+		}, true},
+		{"ignored file", func(t *testing.T, dir string) {
+			wsWriteFiles(t, dir, map[string]string{"build.log": "noise\n"})
+		}, false},
+		{"touched, same bytes", func(t *testing.T, dir string) {
+			later := time.Now().Add(time.Hour)
+			if err := os.Chtimes(filepath.Join(dir, "a.go"), later, later); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"rewritten, same bytes", func(t *testing.T, dir string) {
+			wsWriteFiles(t, dir, map[string]string{"a.go": "package a\n"})
+		}, false},
+		// Staged and not committed: the working tree matches git's index,
+		// which no longer matches HEAD.
+		{"change staged", func(t *testing.T, dir string) {
+			wsWriteFiles(t, dir, map[string]string{"a.go": "package a // staged\n"})
+			wsGit(t, dir, "add", "a.go")
+		}, true},
+		{"file staged for removal, still on disk", func(t *testing.T, dir string) {
+			wsGit(t, dir, "rm", "-q", "--cached", "b.txt")
+			wsWriteFiles(t, dir, map[string]string{".gitignore": "*.log\nb.txt\n"})
+			wsGit(t, dir, "add", ".gitignore")
+		}, true},
+		{"unresolved merge", func(t *testing.T, dir string) {
+			blob := filesGit(t, dir, "", "hash-object", "-w", "a.go")
+			wsGit(t, dir, "rm", "-q", "--cached", "a.go")
+			var stages strings.Builder
+			for stage := 1; stage <= 3; stage++ {
+				stages.WriteString("100644 " + blob + " " + string(rune('0'+stage)) + "\ta.go\n")
+			}
+			filesGit(t, dir, stages.String(), "update-index", "--index-info")
+		}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := wsGitDir(t, map[string]string{"a.go": "package a\n", "b.txt": "b\n", ".gitignore": "*.log\n"})
+			wsGit(t, dir, "add", ".")
+			wsGit(t, dir, "commit", "-q", "-m", "init")
+			// git's index was written in this same second: its entries
+			// are racily clean, and a stat check alone would trust them.
+			time.Sleep(10 * time.Millisecond)
+			c.change(t, dir)
+			ws := wsNew(t, dir, WorkspaceOptions{})
+			if got := ws.DiffersFromHead(t.Context()); got != c.want {
+				t.Errorf("DiffersFromHead() = %v, want %v (git status: %q)", got, c.want, filesGit(t, dir, "", "status", "--porcelain"))
+			}
+		})
+	}
+}
+
+// TestDiffersFromHeadOutsideGit: a directory git does not track has no
+// commit to match.
+func TestDiffersFromHeadOutsideGit(t *testing.T) {
+	ws := wsOf(t, map[string]string{"a.go": "package a\n"})
+	if !ws.DiffersFromHead(t.Context()) {
+		t.Error("DiffersFromHead() = false outside git, want true")
+	}
+}
+
+// TestDiffersFromHeadListsAfresh: an edit made right after a listing
+// counts, though Files would still reuse that listing.
+func TestDiffersFromHeadListsAfresh(t *testing.T) {
+	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
+	wsGit(t, dir, "add", ".")
+	wsGit(t, dir, "commit", "-q", "-m", "init")
+	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
+	if ws.DiffersFromHead(t.Context()) {
+		t.Fatal("a clean checkout differs")
+	}
+	wsWriteFiles(t, dir, map[string]string{"new.go": "package a\n"})
+	if got, _ := ws.Files(t.Context()); len(got) != 1 {
+		t.Fatalf("Files() = %q; want the cached listing of one file", got)
+	}
+	if !ws.DiffersFromHead(t.Context()) {
+		t.Error("DiffersFromHead() missed a file added after the last listing")
+	}
+	if got, _ := ws.Files(t.Context()); len(got) != 2 {
+		t.Errorf("Files() = %q; want the fresh listing of two files", got)
+	}
+}
+
+// TestListingRunsGitOnce: the check that a checkout matches its commit,
+// the listing a search needs and the staged secret files come from one
+// listing, not a git call each.
+func TestListingRunsGitOnce(t *testing.T) {
+	dir := wsGitDir(t, map[string]string{"a.go": "package a\n", ".env": "TOKEN=1\n"})
+	wsGit(t, dir, "add", "-f", ".")
+	wsGit(t, dir, "commit", "-q", "-m", "init")
+	wsGit(t, dir, "mv", "-f", ".env", "notes.txt")
+	wsGit(t, dir, "commit", "-q", "-m", "rename")
+	log := logGitCalls(t)
+	ws := wsNew(t, dir, WorkspaceOptions{})
+	if ws.DiffersFromHead(t.Context()) {
+		t.Fatal("a clean checkout differs")
+	}
+	if _, err := ws.Files(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	set, err := ws.secretSet(t.Context())
+	if err != nil || set.empty() {
+		t.Fatalf("secret set = %v, %v; want the renamed .env's blob", set, err)
+	}
+	staged, err := ws.stagedSecrets(t.Context(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := staged["notes.txt"]; !ok {
+		t.Errorf("staged secrets = %v; want notes.txt, checked out from the .env blob", staged)
+	}
+	calls := gitCalls(t, log)
+	if n := count(calls, "ls-files"); n != 2 {
+		t.Errorf("%d ls-files calls, want 2 (tracked, untracked):\n%s", n, strings.Join(calls, "\n"))
+	}
+	if n := count(calls, "status"); n != 0 {
+		t.Errorf("git status ran %d times; want none", n)
+	}
+}
+
+// logGitCalls puts a git first on PATH that logs each call's arguments,
+// one line per call, to the file it returns, then runs the real git.
+func logGitCalls(t *testing.T) string {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "calls")
+	script := "#!/bin/sh\necho \"$*\" >> '" + log + "'\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return log
+}
+
+// gitCalls reads the calls logGitCalls logged.
+func gitCalls(t *testing.T, log string) []string {
+	t.Helper()
+	b, err := os.ReadFile(log)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// count is how many calls ran the git command cmd.
+func count(calls []string, cmd string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.Contains(" "+c+" ", " "+cmd+" ") {
+			n++
+		}
+	}
+	return n
+}
