@@ -188,3 +188,42 @@ func count(calls []string, cmd string) int {
 	}
 	return n
 }
+
+// TestOwnedWorktreeListing: a worktree the caller checked out itself is
+// listed from git's index by one call, without the walk for untracked
+// files, with the deny-list applied and the staged secret files read from
+// the same records.
+func TestOwnedWorktreeListing(t *testing.T) {
+	dir := wsGitDir(t, map[string]string{"a.go": "package a\n", ".env": "TOKEN=1\n", "sub/b.go": "package sub\n"})
+	wsGit(t, dir, "add", "-f", ".")
+	wsGit(t, dir, "commit", "-q", "-m", "init")
+	wsGit(t, dir, "mv", "-f", ".env", "notes.txt")
+	wsGit(t, dir, "commit", "-q", "-m", "rename")
+	wt := filepath.Join(t.TempDir(), "wt")
+	wsGit(t, dir, "worktree", "add", "-q", "--detach", wt, "HEAD")
+	gitDir := filesGit(t, wt, "", "rev-parse", "--path-format=absolute", "--git-dir")
+	log := logGitCalls(t)
+	ws := wsNew(t, wt, WorkspaceOptions{GitDir: gitDir, Owned: true})
+	got, err := ws.Files(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a.go", "notes.txt", "sub/b.go"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Files() = %q, want %q", got, want)
+	}
+	set, err := ws.secretSet(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged, err := ws.stagedSecrets(t.Context(), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := staged["notes.txt"]; !ok {
+		t.Errorf("staged secrets = %v; want notes.txt, checked out from the .env blob", staged)
+	}
+	calls := gitCalls(t, log)
+	if n := count(calls, "ls-files"); n != 1 || count(calls, "--others") != 0 {
+		t.Errorf("want one ls-files and no walk for untracked files; git ran:\n%s", strings.Join(calls, "\n"))
+	}
+}

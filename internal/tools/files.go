@@ -34,9 +34,11 @@ type filesCache struct {
 	list []string
 	key  string
 	at   time.Time
-	// tracked is git's record of every tracked file (ls-files -t --stage
-	// output), read by stagedSecrets while key holds; "" outside git.
+	// tracked is git's record of every tracked file (ls-files --stage
+	// output, with -t's tags when tagged), read by stagedSecrets while
+	// key holds; "" outside git.
 	tracked string
+	tagged  bool
 	// differs says whether the files differ from HEAD, when the listing
 	// was asked that (see DiffersFromHead); nil when it was not.
 	differs *bool
@@ -99,14 +101,17 @@ func (w *Workspace) listing(ctx context.Context, fresh bool) (*filesCache, error
 	}
 	c := &filesCache{key: key}
 	var err error
-	if git.GitDir != "" {
+	switch {
+	case git.GitDir != "" && w.owned:
+		err = w.ownedFiles(ctx, git, c)
+	case git.GitDir != "":
 		err = w.gitFiles(ctx, git, c, fresh)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("git ls-files failed; walking the directory instead", "err", err)
 			*c = filesCache{key: key}
 			c.list, err = w.walkFiles(ctx)
 		}
-	} else {
+	default:
 		c.list, err = w.walkFiles(ctx)
 	}
 	if err != nil {
@@ -198,7 +203,7 @@ func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git, c *filesCache
 		})
 	}
 	c.list = slices.DeleteFunc(list, newDenyIndex(w.deny).denied)
-	c.tracked = tracked
+	c.tracked, c.tagged = tracked, true
 	if head {
 		// ls-files compares the content of a file whose stat alone
 		// changed (touched, rewritten with the same bytes) before it
@@ -206,6 +211,37 @@ func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git, c *filesCache
 		differs := untracked || len(t.deleted) > 0 || len(t.modified) > 0 || t.unmerged || <-staged
 		c.differs = &differs
 	}
+	return nil
+}
+
+// ownedFiles lists a worktree the caller checked out and nothing else
+// writes (WorkspaceOptions.Owned) from git's index alone: its files are
+// the commit's, so there is nothing untracked to walk for and no file to
+// stat, and one ls-files of a few milliseconds replaces the two calls of
+// gitFiles (about 20 ms on 12k files).
+func (w *Workspace) ownedFiles(ctx context.Context, git gitexec.Git, c *filesCache) error {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	out, err := lsFiles(ctx, git, "--stage")
+	if err != nil {
+		return err
+	}
+	var list []string
+	for rec := range strings.SplitSeq(out, "\x00") {
+		if rec == "" {
+			continue
+		}
+		meta, name, ok := strings.Cut(rec, "\t")
+		if !ok || strings.Count(meta, " ") != 2 {
+			return fmt.Errorf("git ls-files: unexpected record %q", rec)
+		}
+		if !strings.HasPrefix(meta, "160000 ") { // a submodule is a directory
+			list = append(list, name)
+		}
+	}
+	slices.Sort(list)
+	c.list = slices.DeleteFunc(slices.Compact(list), newDenyIndex(w.deny).denied)
+	c.tracked = out
 	return nil
 }
 

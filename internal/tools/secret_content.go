@@ -194,7 +194,7 @@ func (w *Workspace) stagedSecrets(ctx context.Context, set *secretBlobs) (staged
 	if c.list != nil && c.key == key && c.set == set {
 		return c.list, nil
 	}
-	out, tagged := w.trackedListing(key), true
+	out, tagged := w.trackedListing(key)
 	if out == "" {
 		if out, err = lsFiles(ctx, git, "--stage"); err != nil {
 			return nil, secretsError(err)
@@ -220,17 +220,17 @@ func (w *Workspace) stagedSecrets(ctx context.Context, set *secretBlobs) (staged
 }
 
 // trackedListing is the tracked files' records of the cached listing when
-// it was read from the index key names, else "". It does not wait for a
-// listing under way.
-func (w *Workspace) trackedListing(key string) string {
+// it was read from the index key names (tagged: with ls-files -t's tags),
+// else "". It does not wait for a listing under way.
+func (w *Workspace) trackedListing(key string) (out string, tagged bool) {
 	select {
 	case w.lock <- struct{}{}:
 		defer func() { <-w.lock }()
 	default:
-		return ""
+		return "", false
 	}
 	if c := w.files; c != nil && c.key == key {
-		return c.tracked
+		return c.tracked, c.tagged
 	}
-	return ""
+	return "", false
 }

@@ -45,6 +45,12 @@ type WorkspaceOptions struct {
 	// repository is found once, on first use, and must be its own: a real
 	// .git directory in the checkout or in a directory above it.
 	GitDir string
+	// Owned says the checkout is a worktree the caller checked out
+	// itself and nothing else writes (askrepo's own, under its data
+	// directory): its files are listed from git's index without looking
+	// for untracked files or checking each tracked one on disk. Never set
+	// it for someone else's directory.
+	Owned  bool
 	Logger *slog.Logger
 }
 
@@ -81,6 +87,7 @@ type Workspace struct {
 	staged stagedCache
 
 	gitDir string // WorkspaceOptions.GitDir
+	owned  bool   // WorkspaceOptions.Owned
 	gitMu  sync.Mutex
 	repo   *gitRepo // nil until Git first answers
 }
@@ -127,13 +134,14 @@ func NewWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	w := &Workspace{
-		dir:  abs,
-		real: real,
-		root: root,
-		deny: deny,
-		ttl:  ttl,
-		log:  log.With("component", "workspace"),
-		lock: make(chan struct{}, 1),
+		dir:   abs,
+		real:  real,
+		root:  root,
+		deny:  deny,
+		ttl:   ttl,
+		log:   log.With("component", "workspace"),
+		lock:  make(chan struct{}, 1),
+		owned: opts.Owned,
 	}
 	if opts.GitDir != "" {
 		if w.gitDir, err = filepath.Abs(opts.GitDir); err != nil {
