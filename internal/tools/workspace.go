@@ -45,7 +45,12 @@ type WorkspaceOptions struct {
 	// repository is found once, on first use, and must be its own: a real
 	// .git directory in the checkout or in a directory above it.
 	GitDir string
-	Logger *slog.Logger
+	// SecretsDir is where the secret blobs of each repository are kept
+	// between processes, so a fresh process (a CLI call, a restarted
+	// service) walks only the history it has not seen; "" keeps them in
+	// this process only. It must be private to the service.
+	SecretsDir string
+	Logger     *slog.Logger
 }
 
 // Workspace is the wall between the model and the host: every path the
@@ -80,9 +85,10 @@ type Workspace struct {
 	// staged caches which tracked files' index blobs are secret ones.
 	staged stagedCache
 
-	gitDir string // WorkspaceOptions.GitDir
-	gitMu  sync.Mutex
-	repo   *gitRepo // nil until Git first answers
+	gitDir     string // WorkspaceOptions.GitDir
+	secretsDir string // WorkspaceOptions.SecretsDir, absolute
+	gitMu      sync.Mutex
+	repo       *gitRepo // nil until Git first answers
 }
 
 // NewWorkspace opens dir (which must exist and be a directory) as the root
@@ -139,6 +145,12 @@ func NewWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 		if w.gitDir, err = filepath.Abs(opts.GitDir); err != nil {
 			root.Close()
 			return nil, fmt.Errorf("workspace %s: git dir: %w", abs, err)
+		}
+	}
+	if opts.SecretsDir != "" {
+		if w.secretsDir, err = filepath.Abs(opts.SecretsDir); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("workspace %s: secrets dir: %w", abs, err)
 		}
 	}
 	if fi, err := os.Stat("/proc/self/fd"); err == nil && fi.IsDir() {
