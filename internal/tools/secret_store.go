@@ -173,7 +173,13 @@ func (s secretStore) save(covered map[string]struct{}, set *secretBlobs) {
 	if _, err := os.Lstat(filepath.Join(s.common, "shallow")); err == nil {
 		return // see above: its history may grow under covered commits
 	}
-	if err := s.write(covered, set); err != nil {
+	err := s.write(covered, set)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// The data directory does not exist: a CLI that keeps nothing
+		// of its own accord is not made to create it.
+		s.log.Debug("secret blobs not saved: no data directory", "file", s.path)
+	case err != nil:
 		s.log.Warn("could not save the secret blobs; the next process reads them from git again", "file", s.path, "err", err)
 	}
 }
@@ -196,7 +202,7 @@ func (s secretStore) write(covered map[string]struct{}, set *secretBlobs) error 
 	sum := sha256.Sum256(body)
 	head := fmt.Sprintf("%s%d %x\n", secretFileMagic, secretFileVersion, sum)
 	dir := filepath.Dir(s.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, filepath.Base(s.path)+".tmp*") // 0600

@@ -340,3 +340,17 @@ func TestSecretTips(t *testing.T) {
 		t.Errorf("tips %v, %v; want %v", tips, err, want)
 	}
 }
+
+// Without the directory above SecretsDir nothing is saved and nothing is
+// created: the set is still worked out, in memory.
+func TestSecretIndexNoDataDir(t *testing.T) {
+	r := newStoreRepo(t)
+	r.commit(t, "Add env", map[string]string{".env": storeSecretText})
+	r.secrets = filepath.Join(t.TempDir(), "data", "secrets")
+	if set, _ := storeSecrets(t, r.process(t)); len(set.ids) != 1 {
+		t.Errorf("%d secret blobs, want 1", len(set.ids))
+	}
+	if _, err := os.Stat(filepath.Dir(r.secrets)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the data directory was made (%v)", err)
+	}
+}

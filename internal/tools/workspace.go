@@ -48,7 +48,8 @@ type WorkspaceOptions struct {
 	// SecretsDir is where the secret blobs of each repository are kept
 	// between processes, so a fresh process (a CLI call, a restarted
 	// service) walks only the history it has not seen; "" keeps them in
-	// this process only. It must be private to the service.
+	// this process only. It must be private to the service; it is made
+	// when missing, but not its parent (nothing is kept without one).
 	SecretsDir string
 	Logger     *slog.Logger
 }
