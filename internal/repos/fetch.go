@@ -233,7 +233,7 @@ func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
 		os.RemoveAll(dir)
 		return fmt.Errorf("check out %s: %w", sha, err)
 	}
-	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.opts.Logger, GitDir: wtGitDir, Owned: true})
+	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.opts.Logger, GitDir: wtGitDir, SecretsDir: m.opts.secretsDir(), Owned: true})
 	if err != nil {
 		os.RemoveAll(dir)
 		return err

@@ -283,7 +283,7 @@ func (m *Manager) openLocal(ctx context.Context, r *repo) error {
 	if err != nil {
 		return err
 	}
-	ws, err := tools.NewWorkspace(abs, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.opts.Logger})
+	ws, err := tools.NewWorkspace(abs, tools.WorkspaceOptions{Deny: r.spec.Deny, Logger: m.opts.Logger, SecretsDir: m.opts.secretsDir()})
 	if err != nil {
 		return err
 	}

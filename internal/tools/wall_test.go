@@ -366,11 +366,12 @@ func TestTooManyRefsLeavesSecretsUnknown(t *testing.T) {
 	histGit(t, dir, nil, "checkout", "-q", "main")
 	histGit(t, dir, nil, "update-ref", "refs/zzz/last", side["Add env"])
 	histGit(t, dir, nil, "branch", "-q", "-D", "side")
+	// 200 tags of 200 commits: git lists each commit once.
 	var refs strings.Builder
 	for i := range 200 {
-		fmt.Fprintf(&refs, "create refs/tags/t%04d %s\n", i, sha["Start"])
+		fmt.Fprintf(&refs, "commit refs/tags/t%04d\ncommitter A <a@example.com> %d +0000\ndata 4\ntag\nfrom %s\n\n", i, 1700000000+i, sha["Start"])
 	}
-	histGitIn(t, dir, refs.String(), "update-ref", "--stdin")
+	histGitIn(t, dir, refs.String(), "fast-import", "--quiet")
 	// main gets the secret under a public name.
 	wsWriteFiles(t, dir, map[string]string{"notes.txt": secret})
 	histGit(t, dir, nil, "add", "notes.txt")

@@ -50,8 +50,14 @@ type WorkspaceOptions struct {
 	// directory): its files are listed from git's index without looking
 	// for untracked files or checking each tracked one on disk. Never set
 	// it for someone else's directory.
-	Owned  bool
-	Logger *slog.Logger
+	Owned bool
+	// SecretsDir is where the secret blobs of each repository are kept
+	// between processes, so a fresh process (a CLI call, a restarted
+	// service) walks only the history it has not seen; "" keeps them in
+	// this process only. It must be private to the service; it is made
+	// when missing, but not its parent (nothing is kept without one).
+	SecretsDir string
+	Logger     *slog.Logger
 }
 
 // Workspace is the wall between the model and the host: every path the
@@ -86,10 +92,11 @@ type Workspace struct {
 	// staged caches which tracked files' index blobs are secret ones.
 	staged stagedCache
 
-	gitDir string // WorkspaceOptions.GitDir
-	owned  bool   // WorkspaceOptions.Owned
-	gitMu  sync.Mutex
-	repo   *gitRepo // nil until Git first answers
+	gitDir     string // WorkspaceOptions.GitDir
+	secretsDir string // WorkspaceOptions.SecretsDir, absolute
+	owned      bool   // WorkspaceOptions.Owned
+	gitMu      sync.Mutex
+	repo       *gitRepo // nil until Git first answers
 }
 
 // NewWorkspace opens dir (which must exist and be a directory) as the root
@@ -147,6 +154,12 @@ func NewWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 		if w.gitDir, err = filepath.Abs(opts.GitDir); err != nil {
 			root.Close()
 			return nil, fmt.Errorf("workspace %s: git dir: %w", abs, err)
+		}
+	}
+	if opts.SecretsDir != "" {
+		if w.secretsDir, err = filepath.Abs(opts.SecretsDir); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("workspace %s: secrets dir: %w", abs, err)
 		}
 	}
 	if fi, err := os.Stat("/proc/self/fd"); err == nil && fi.IsDir() {
