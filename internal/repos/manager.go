@@ -12,7 +12,11 @@
 //
 // On disk, a url repo lives in DataDir/repos/<name>: git/ is a bare clone
 // holding the objects (remote.origin.url without credentials), trees/ the
-// worktrees leases point into, named <n>-<sha12>.
+// worktrees leases point into, named <owner>/<n>-<sha12>, where <owner> is
+// a directory of the process that checked them out: processes sharing
+// DataDir (the service, and one-shot commands run beside it) never remove
+// each other's live worktrees (see owner.go). fetched records the last
+// successful fetch, and sync.lock makes fetches take turns.
 //
 // Credentials for remotes come from the environment and reach git only
 // through its environment: never argv, never a file in the clone, never a
@@ -82,6 +86,12 @@ type Options struct {
 	// code index, made in the background and kept in DataDir/index (in
 	// memory only without a DataDir); leases hand it to the tools.
 	Indexer Indexer
+	// OneShot is for a process that serves one call and exits (bot
+	// tool): when the clone was fetched less than SyncEvery ago, by any
+	// process, it is used without a fetch, and a worktree at its commit
+	// that an ended process left is reused rather than a new one checked
+	// out; Close leaves the current worktree for the next such process.
+	OneShot bool
 }
 
 // hostKeys is where ssh checks the host keys of ssh remotes.
@@ -138,6 +148,9 @@ type repo struct {
 	lastAttempt time.Time
 	lastErr     string
 	lastCommit  string // local repos: the commit the last lease saw
+	owner       *owner // this process's directory of worktrees; url repos
+	trees       int    // owned snapshots not discarded yet
+	closed      bool   // by Close: the owner directory goes with the last tree
 
 	indexes indexes // code indexes by commit (see indexer)
 }
@@ -151,6 +164,7 @@ type snapshot struct {
 	refs   int
 	held   int  // of refs, held by the indexer while it reads the checkout
 	retire bool // no longer handed out: close (and delete, if owned) at refs == 0
+	keep   bool // owned, but left on disk when discarded (OneShot's Close)
 }
 
 // RepoHealth is one repository's state for /healthz.
@@ -240,13 +254,8 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 		if r.local {
 			continue
 		}
-		wg.Go(func() {
-			// Worktrees of an earlier run are held by no one now.
-			if err := os.RemoveAll(filepath.Join(r.root, "trees")); err != nil {
-				m.log.Warn("remove old worktrees", "repo", r.spec.Name, "err", err)
-			}
-			m.sync(ctx, r)
-		})
+		// Worktrees of ended processes go at the first checkout (sweep).
+		wg.Go(func() { m.sync(ctx, r) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -368,7 +377,8 @@ func (m *Manager) Health() []RepoHealth {
 
 // Close stops syncing and new leases, waiting for a sync in flight.
 // Checkouts still leased stay until released; the rest are closed, and
-// worktrees of ours deleted (the next start checks out afresh).
+// worktrees of ours deleted (the next start checks out afresh), but for
+// the current one of a OneShot Manager, left for the next to reuse.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -384,8 +394,16 @@ func (m *Manager) Close() error {
 		r.syncMu.Lock()
 		r.mu.Lock()
 		s := r.cur
+		if s != nil && m.opts.OneShot {
+			s.keep = true
+		}
+		r.closed = true
 		r.mu.Unlock()
 		m.retire(r, s)
+		r.mu.Lock()
+		o := r.ownerToDrop()
+		r.mu.Unlock()
+		o.drop()
 		r.syncMu.Unlock()
 	}
 	return nil
