@@ -30,6 +30,15 @@ func die(m *Manager) {
 	}
 }
 
+// sharedData is a remote at a first commit of files, the spec of
+// repository r over it, and a DataDir for the Managers of a test to share.
+func sharedData(t *testing.T, files map[string]string) (up remote, first, data string, spec []Spec) {
+	t.Helper()
+	up = newRemote(t)
+	first = up.commit("main", files)
+	return up, first, t.TempDir(), []Spec{{Name: "r", URL: up.URL, Channels: []string{"*"}}}
+}
+
 // TestFlockIsPerOpenFile: a second open of a locked directory in the same
 // process does not get its lock, so two Managers in one process (as the
 // tests here run them) see each other as live, as two processes do; and
@@ -56,10 +65,7 @@ func TestFlockIsPerOpenFile(t *testing.T) {
 // (an operator's command beside the service) breaks neither the lease the
 // first holds nor its later ones, while both fetch and check out.
 func TestTwoProcessesShareDataDir(t *testing.T) {
-	up := newRemote(t)
-	first := up.commit("main", map[string]string{"a.txt": "one\n"})
-	data := t.TempDir()
-	spec := []Spec{{Name: "r", URL: up.URL, Channels: []string{"*"}}}
+	up, first, data, spec := sharedData(t, map[string]string{"a.txt": "one\n"})
 	svc := newManager(t, spec, Options{DataDir: data})
 	held := acquire(t, svc, "r")
 	defer held.Release()
@@ -108,10 +114,7 @@ func TestTwoProcessesShareDataDir(t *testing.T) {
 // TestDeadOwnersTreesRemoved: what an ended process left (its directory,
 // its worktree records) goes at the next start, and a live one's stays.
 func TestDeadOwnersTreesRemoved(t *testing.T) {
-	up := newRemote(t)
-	up.commit("main", map[string]string{"f": "1"})
-	data := t.TempDir()
-	spec := []Spec{{Name: "r", URL: up.URL, Channels: []string{"*"}}}
+	_, _, data, spec := sharedData(t, map[string]string{"f": "1"})
 	live := newManager(t, spec, Options{DataDir: data})
 	kept := acquire(t, live, "r")
 	defer kept.Release()
@@ -139,10 +142,7 @@ func TestDeadOwnersTreesRemoved(t *testing.T) {
 // commit first, while the remote has moved on to second.
 func oneShotFixture(t *testing.T) (data string, spec []Spec, first, second string) {
 	t.Helper()
-	up := newRemote(t)
-	first = up.commit("main", map[string]string{"f": "1"})
-	data = t.TempDir()
-	spec = []Spec{{Name: "r", URL: up.URL, Channels: []string{"*"}}}
+	up, first, data, spec := sharedData(t, map[string]string{"f": "1"})
 	newManager(t, spec, Options{DataDir: data}).Close()
 	second = up.commit("main", map[string]string{"f": "2"})
 	return data, spec, first, second
@@ -194,10 +194,7 @@ func TestOneShotUsesRecentFetch(t *testing.T) {
 // for this clone, in that very directory, at the commit wanted. Anything
 // else is removed, without following a symlink out of trees/.
 func TestOneShotNeverAdoptsAStranger(t *testing.T) {
-	up := newRemote(t)
-	old := up.commit("main", map[string]string{"f": "old"})
-	data := t.TempDir()
-	spec := []Spec{{Name: "r", URL: up.URL, Channels: []string{"*"}}}
+	up, old, data, spec := sharedData(t, map[string]string{"f": "old"})
 	svc := newManager(t, spec, Options{DataDir: data})
 	tip := up.commit("main", map[string]string{"f": "tip"})
 	if err := svc.SyncNow(t.Context(), "r"); err != nil {
@@ -311,11 +308,9 @@ func TestOneShotNeverAdoptsAStranger(t *testing.T) {
 // TestFetchRetriesALostRefLock: a git process outside the service holding
 // the ref a fetch updates makes the fetch wait and try again, not fail.
 func TestFetchRetriesALostRefLock(t *testing.T) {
-	up := newRemote(t)
-	up.commit("main", map[string]string{"f": "1"})
-	data := t.TempDir()
+	up, _, data, spec := sharedData(t, map[string]string{"f": "1"})
 	var logs logtest.Buffer
-	m := newManager(t, []Spec{{Name: "r", URL: up.URL, Channels: []string{"*"}}}, Options{DataDir: data, Logger: newLogger(&logs)})
+	m := newManager(t, spec, Options{DataDir: data, Logger: newLogger(&logs)})
 	want := up.commit("main", map[string]string{"f": "2"})
 	lock := filepath.Join(data, "repos", "r", "git", "refs", "remotes", "origin", "HEAD.lock")
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
