@@ -140,7 +140,7 @@ func (r *repo) trackingRef() string {
 }
 
 // update fetches the branch into the bare clone (no lease reads from it,
-// so this needs no lock) and, when the tip moved, checks it out as a new
+// so leases need not wait) and, when the tip moved, checks it out as a new
 // worktree and makes that the one new leases get. A one-shot process
 // whose clone was fetched recently enough uses it as it is (recentTip).
 func (m *Manager) update(ctx context.Context, r *repo) error {
@@ -193,8 +193,8 @@ func (m *Manager) fetch(ctx context.Context, r *repo) (string, error) {
 // runFetch runs git fetch. A git process that does not take the clone's
 // lock (an operator's own git command, an older version of the service)
 // can still hold the ref a fetch updates: git then refuses to update it
-// ("cannot lock ref", exit status 1), and the fetch is tried again, twice at most, after
-// a short wait.
+// ("cannot lock ref", exit status 1), and the fetch is tried again, twice
+// at most, after a short wait.
 func (m *Manager) runFetch(ctx context.Context, r *repo) error {
 	src := "HEAD"
 	if r.spec.Branch != "" {
