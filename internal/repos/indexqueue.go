@@ -14,6 +14,10 @@ type indexer struct {
 	impl Indexer
 	dir  string // DataDir/index; "" keeps indexes in memory only
 	log  *slog.Logger
+	// visitor is set for a OneShot Manager: it saves indexes but deletes
+	// none of DataDir/index, where the service beside it keeps the ones
+	// its leases hold and writes the one it is building.
+	visitor bool
 
 	ctx    context.Context // canceled by stop: a running build ends
 	cancel context.CancelFunc
@@ -36,7 +40,7 @@ func (m *Manager) startIndexer(ctx context.Context) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m.ix = &indexer{impl: m.opts.Indexer, dir: dir, log: m.log, ctx: ctx, cancel: cancel,
+	m.ix = &indexer{impl: m.opts.Indexer, dir: dir, log: m.log, visitor: m.opts.OneShot, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	go m.runIndexer()
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -334,5 +335,33 @@ func TestFetchRetriesALostRefLock(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "fetching again") {
 		t.Errorf("the retry was not logged:\n%s", logs.String())
+	}
+}
+
+// TestOneShotLeavesSavedIndexes: a one-shot Manager saves the index of its
+// commit and deletes none another process saved: the service beside it
+// may hold those, or be writing one.
+func TestOneShotLeavesSavedIndexes(t *testing.T) {
+	_, first, data, spec := sharedData(t, map[string]string{"a.go": "package a\n"})
+	newManager(t, spec, Options{DataDir: data}).Close()
+	other := strings.Repeat("ab", 20) // a commit the service serves too
+	others := []string{other, ".tmp-" + strings.Repeat("cd", 20)}
+	if err := os.MkdirAll(filepath.Join(data, "index", "r"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := (listIndexer{}).Save(&listIndex{Rev: other}, filepath.Join(data, "index", "r", other)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "index", "r", others[1]), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, spec, Options{DataDir: data, OneShot: true, SyncEvery: time.Hour, Indexer: newCounting()})
+	waitIndex(t, m, "r", first, IndexReady)
+	m.Close()
+	got := indexDir(t, data, "r")
+	for _, name := range append(others, first) {
+		if !slices.Contains(got, name) {
+			t.Errorf("DataDir/index/r holds %q, want %s among them", got, name)
+		}
 	}
 }
