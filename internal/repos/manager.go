@@ -122,7 +122,8 @@ type Manager struct {
 	mu     sync.Mutex
 	closed bool
 
-	ix *indexer // nil without Options.Indexer
+	ix       *indexer // nil without Options.Indexer
+	presence *owner   // this process's mark in DataDir/procs, with an indexer
 
 	// after is time.After; tests step Run's waits through it.
 	after func(time.Duration) <-chan time.Time
@@ -390,6 +391,7 @@ func (m *Manager) Close() error {
 	if m.ix != nil {
 		m.ix.stop()
 	}
+	defer m.presence.drop()
 	for _, r := range m.repos {
 		r.syncMu.Lock()
 		r.mu.Lock()

@@ -339,29 +339,34 @@ func TestFetchRetriesALostRefLock(t *testing.T) {
 }
 
 // TestOneShotLeavesSavedIndexes: a one-shot Manager saves the index of its
-// commit and deletes none another process saved: the service beside it
-// may hold those, or be writing one.
+// commit and, while another process uses DataDir, deletes none that
+// process may hold or be writing; alone, it tidies up as the service does.
 func TestOneShotLeavesSavedIndexes(t *testing.T) {
 	_, first, data, spec := sharedData(t, map[string]string{"a.go": "package a\n"})
-	newManager(t, spec, Options{DataDir: data}).Close()
+	svc := newManager(t, spec, Options{DataDir: data, Indexer: newCounting()})
+	waitIndex(t, svc, "r", first, IndexReady)
+	dir := filepath.Join(data, "index", "r")
 	other := strings.Repeat("ab", 20) // a commit the service serves too
 	others := []string{other, ".tmp-" + strings.Repeat("cd", 20)}
-	if err := os.MkdirAll(filepath.Join(data, "index", "r"), 0o700); err != nil {
+	if err := (listIndexer{}).Save(&listIndex{Rev: other}, filepath.Join(dir, other)); err != nil {
 		t.Fatal(err)
 	}
-	if err := (listIndexer{}).Save(&listIndex{Rev: other}, filepath.Join(data, "index", "r", other)); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, others[1]), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(data, "index", "r", others[1]), nil, 0o600); err != nil {
-		t.Fatal(err)
+	oneShot := func() []string {
+		m := newManager(t, spec, Options{DataDir: data, OneShot: true, SyncEvery: time.Hour, Indexer: newCounting()})
+		waitIndex(t, m, "r", first, IndexReady)
+		m.Close()
+		return indexDir(t, data, "r")
 	}
-	m := newManager(t, spec, Options{DataDir: data, OneShot: true, SyncEvery: time.Hour, Indexer: newCounting()})
-	waitIndex(t, m, "r", first, IndexReady)
-	m.Close()
-	got := indexDir(t, data, "r")
-	for _, name := range append(others, first) {
-		if !slices.Contains(got, name) {
-			t.Errorf("DataDir/index/r holds %q, want %s among them", got, name)
-		}
+	want := append(others, first)
+	slices.Sort(want)
+	if got := oneShot(); !slices.Equal(got, want) {
+		t.Errorf("beside the service, DataDir/index/r holds %q, want %q", got, want)
+	}
+	svc.Close()
+	if got := oneShot(); !slices.Equal(got, []string{first}) {
+		t.Errorf("alone, DataDir/index/r holds %q, want only %s", got, first)
 	}
 }
