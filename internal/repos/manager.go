@@ -27,7 +27,8 @@
 // (updated from the previous commit's when there is one), kept in
 // DataDir/index/<name>/<commit>, and pinned by the leases at that commit;
 // a lease hands its index to the tools only once it is ready (see
-// Lease.Index), so a turn never waits for one.
+// Lease.Index), so a turn never waits for one. DataDir/procs marks the
+// processes that use them (see presence.go).
 //
 // Every git command goes through internal/gitexec, and a path repo's git
 // directory is the one its Workspace found and checked (tools.Workspace.Git).
