@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/termsafe"
@@ -212,4 +213,35 @@ func TestToolCommandIndexesOnlyWhenUsed(t *testing.T) {
 	if saved, _ := filepath.Glob(filepath.Join(data, "index", "*", "*")); len(saved) != 1 {
 		t.Errorf("a search with a literal left %q, want one saved index", saved)
 	}
+}
+
+// bot tool on a url repository of BOT_CONFIG uses a clone fetched less
+// than BOT_REPO_SYNC ago as it is, in the checkout the call before left,
+// and fetches one that is older.
+func TestToolCommandUsesARecentClone(t *testing.T) {
+	up := gitexectest.NewRemote(t)
+	up.Push("main", gitexectest.Commit{Write: map[string]string{"f.txt": "first\n"}})
+	cfgFile := filepath.Join(t.TempDir(), "askrepo.yaml")
+	writeTestFile(t, cfgFile, fmt.Sprintf("repos:\n  - name: r\n    url: %s\n    channels: [\"*\"]\n", up.URL))
+	data := t.TempDir()
+	env := map[string]string{"BOT_CONFIG": cfgFile, "BOT_DATA_DIR": data, "BOT_REPO_SYNC": "1h", "BOT_INDEX": "off"}
+	read := func(want string) []string {
+		t.Helper()
+		out, errOut, code := runBot(t, env, "tool", "--in", "r", "read_file", `{"path":"f.txt"}`)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("exit %d, stdout %q, want %q\n%s", code, out, want, errOut)
+		}
+		trees, _ := filepath.Glob(filepath.Join(data, "repos", "r", "trees", "*", "*"))
+		return trees
+	}
+	left := read("first")
+	up.Push("main", gitexectest.Commit{Write: map[string]string{"f.txt": "second\n"}})
+	if again := read("first"); len(left) != 1 || fmt.Sprint(again) != fmt.Sprint(left) {
+		t.Errorf("worktrees after the second call %q, want the first's %q reused", again, left)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(filepath.Join(data, "repos", "r", "fetched"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	read("second")
 }

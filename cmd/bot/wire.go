@@ -98,7 +98,8 @@ func (c *core) Close() error {
 // pathOnly uses REPO_PATH alone even when BOT_CONFIG lists repos (--repo);
 // onSync, when set, hears of every fetch; oneCall is for a process that
 // runs one tool call (bot tool), which checks of a saved code index only
-// what the call reads (see index.Indexer.CheckOnLoad).
+// what the call reads (see index.Indexer.CheckOnLoad), and uses a clone
+// fetched less than BOT_REPO_SYNC ago as it is (see repos.Options.OneShot).
 func newCore(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, log *slog.Logger, onSync func(string, error), oneCall bool) (*core, error) {
 	from := repos.FromConfig
 	if pathOnly {
@@ -153,6 +154,7 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 		KnownHosts: cfg.KnownHosts,
 		OnSync:     onSync,
 		Indexer:    indexer,
+		OneShot:    oneCall,
 	})
 	if err != nil {
 		_ = tracer.Shutdown(ctx)

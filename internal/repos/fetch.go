@@ -140,34 +140,23 @@ func (r *repo) trackingRef() string {
 }
 
 // update fetches the branch into the bare clone (no lease reads from it,
-// so this needs no lock) and, when the tip moved, checks it out as a new
-// worktree and makes that the one new leases get.
+// so leases need not wait) and, when the tip moved, checks it out as a new
+// worktree and makes that the one new leases get. A one-shot process
+// whose clone was fetched recently enough uses it as it is (recentTip).
 func (m *Manager) update(ctx context.Context, r *repo) error {
-	g := gitCall{timeout: m.opts.GitTimeout}
-	if err := m.ensureClone(ctx, r); err != nil {
-		return err
-	}
-	src := "HEAD"
-	if r.spec.Branch != "" {
-		src = "refs/heads/" + r.spec.Branch
-	}
-	fetch := g
-	fetch.auth = &r.auth
-	_, fetchErr := fetch.run(ctx, "--git-dir="+r.gitDir(), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-		"--end-of-options", "origin", "+"+src+":"+r.trackingRef())
-	tip, err := g.run(ctx, "--git-dir="+r.gitDir(), "rev-parse", "--verify", "--quiet", "--end-of-options", r.trackingRef()+"^{commit}")
-	if fetchErr != nil {
-		// Keep serving what we have; after a restart while the remote is
-		// down, serve what the last run fetched.
-		if r.current() == "" && err == nil {
-			if cerr := m.checkout(ctx, r, tip); cerr != nil {
-				m.log.Warn("check out the last fetched commit", "repo", r.spec.Name, "err", cerr)
+	tip := m.recentTip(ctx, r)
+	if tip == "" {
+		var err error
+		if tip, err = m.fetch(ctx, r); err != nil {
+			// Keep serving what we have; after a restart while the remote
+			// is down, serve what the last run fetched.
+			if r.current() == "" && tip != "" {
+				if cerr := m.checkout(ctx, r, tip); cerr != nil {
+					m.log.Warn("check out the last fetched commit", "repo", r.spec.Name, "err", cerr)
+				}
 			}
+			return err
 		}
-		return fetchErr
-	}
-	if err != nil {
-		return fmt.Errorf("read the fetched commit: %w", err)
 	}
 	if r.current() == tip {
 		return nil
@@ -175,9 +164,70 @@ func (m *Manager) update(ctx context.Context, r *repo) error {
 	return m.checkout(ctx, r, tip)
 }
 
+// fetch brings the branch into the clone, made first if need be, and
+// returns the commit it is at. When the fetch fails, the commit is the one
+// the last fetch brought, if any. It holds the clone's lock throughout, so
+// processes sharing DataDir take turns: a fetch running elsewhere is
+// waited for (with ctx), not raced, which would lose a ref lock and fail.
+func (m *Manager) fetch(ctx context.Context, r *repo) (string, error) {
+	unlock, err := m.lockClone(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if err := m.ensureClone(ctx, r); err != nil {
+		return "", err
+	}
+	fetchErr := m.runFetch(ctx, r)
+	tip, err := m.tip(ctx, r)
+	if fetchErr != nil {
+		return tip, fetchErr
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the fetched commit: %w", err)
+	}
+	r.recordFetch(m)
+	return tip, nil
+}
+
+// runFetch runs git fetch. A git process that does not take the clone's
+// lock (an operator's own git command, an older version of the service)
+// can still hold the ref a fetch updates: git then refuses to update it
+// ("cannot lock ref", exit status 1), and the fetch is tried again, twice
+// at most, after a short wait.
+func (m *Manager) runFetch(ctx context.Context, r *repo) error {
+	src := "HEAD"
+	if r.spec.Branch != "" {
+		src = "refs/heads/" + r.spec.Branch
+	}
+	fetch := gitCall{timeout: m.opts.GitTimeout, auth: &r.auth}
+	for try := 1; ; try++ {
+		_, err := fetch.run(ctx, "--git-dir="+r.gitDir(), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+			"--end-of-options", "origin", "+"+src+":"+r.trackingRef())
+		// git fetch dies (128) when it cannot fetch, and exits 1 when
+		// it fetched but could not update a ref.
+		if ge, ok := errors.AsType[*gitError](err); !ok || ge.code != 1 || try == 3 {
+			return err
+		}
+		m.log.Info("another git process held a ref the fetch updates; fetching again", "repo", r.spec.Name, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-m.after(time.Duration(try) * 200 * time.Millisecond):
+		}
+	}
+}
+
+// tip is the commit the clone's tracking ref is at.
+func (m *Manager) tip(ctx context.Context, r *repo) (string, error) {
+	g := gitCall{timeout: m.opts.GitTimeout}
+	return g.run(ctx, "--git-dir="+r.gitDir(), "rev-parse", "--verify", "--quiet", "--end-of-options", r.trackingRef()+"^{commit}")
+}
+
 // ensureClone makes sure r.gitDir is a bare clone of r.remote: one left by
 // an earlier run is reused (only the missing objects are fetched); one of
-// another URL, or a broken one, is replaced.
+// another URL, or a broken one, is replaced. The caller holds the clone's
+// lock.
 func (m *Manager) ensureClone(ctx context.Context, r *repo) error {
 	if r.ready {
 		return nil
@@ -185,19 +235,17 @@ func (m *Manager) ensureClone(ctx context.Context, r *repo) error {
 	g := gitCall{timeout: m.opts.GitTimeout}
 	gd := r.gitDir()
 	if _, err := os.Stat(gd); err == nil {
-		url, uerr := g.run(ctx, "--git-dir="+gd, "config", "--get", "remote.origin.url")
-		bare, berr := g.run(ctx, "--git-dir="+gd, "rev-parse", "--is-bare-repository")
-		if uerr == nil && berr == nil && url == r.remote && bare == "true" {
+		if m.cloneOK(ctx, r) {
 			r.ready = true
 			return nil
 		}
 		m.log.Info("replacing a clone that is not of the configured remote", "repo", r.spec.Name, "dir", r.root)
-		if err := os.RemoveAll(r.root); err != nil {
+		// Only the clone: trees/ may hold other processes' worktrees, and
+		// those of the old clone go at the next sweep.
+		os.Remove(r.fetchedFile())
+		if err := os.RemoveAll(gd); err != nil {
 			return fmt.Errorf("remove the old clone: %w", err)
 		}
-	}
-	if err := os.MkdirAll(r.root, 0o750); err != nil {
-		return fmt.Errorf("create the clone directory: %w", err)
 	}
 	if _, err := g.run(ctx, "init", "--quiet", "--bare", "--end-of-options", gd); err != nil {
 		return err
@@ -210,23 +258,42 @@ func (m *Manager) ensureClone(ctx context.Context, r *repo) error {
 	return nil
 }
 
-// checkout adds a worktree at sha and makes it current. The previous
-// current snapshot is retired: deleted now if no lease holds it, or when
-// its last lease is released.
-func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
+// cloneOK says whether r.gitDir is a bare clone of r.remote.
+func (m *Manager) cloneOK(ctx context.Context, r *repo) bool {
 	g := gitCall{timeout: m.opts.GitTimeout}
+	url, uerr := g.run(ctx, "--git-dir="+r.gitDir(), "config", "--get", "remote.origin.url")
+	bare, berr := g.run(ctx, "--git-dir="+r.gitDir(), "rev-parse", "--is-bare-repository")
+	return uerr == nil && berr == nil && url == r.remote && bare == "true"
+}
+
+// checkout makes a worktree at sha current: a new one in this process's
+// owner directory, or, for a one-shot process, one at sha that a process
+// now gone left (see sweep). The previous current snapshot is retired:
+// deleted now if no lease holds it, or when its last lease is released.
+func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
+	adopt := ""
+	if m.opts.OneShot {
+		adopt = sha
+	}
+	dir := m.sweep(r, adopt)
 	gd := r.gitDir()
+	g := gitCall{timeout: m.opts.GitTimeout}
 	if _, err := g.run(ctx, "--git-dir="+gd, "worktree", "prune"); err != nil {
 		m.log.Warn("prune worktrees", "repo", r.spec.Name, "err", err)
 	}
-	r.seq++
-	dir := filepath.Join(r.root, "trees", strconv.Itoa(r.seq)+"-"+sha[:min(12, len(sha))])
-	if err := os.MkdirAll(filepath.Dir(dir), 0o750); err != nil {
-		return fmt.Errorf("create the worktree directory: %w", err)
-	}
-	if _, err := g.run(ctx, "--git-dir="+gd, "worktree", "add", "--quiet", "--detach", "--end-of-options", dir, sha); err != nil {
-		os.RemoveAll(dir)
-		return fmt.Errorf("check out %s: %w", sha, err)
+	if dir != "" {
+		m.log.Debug("reusing a worktree an earlier run left", "repo", r.spec.Name, "commit", sha, "dir", dir)
+	} else {
+		o, err := m.ownerDir(r)
+		if err != nil {
+			return err
+		}
+		r.seq++
+		dir = filepath.Join(o.dir, strconv.Itoa(r.seq)+"-"+shortSHA(sha))
+		if _, err := g.run(ctx, "--git-dir="+gd, "worktree", "add", "--quiet", "--detach", "--end-of-options", dir, sha); err != nil {
+			os.RemoveAll(dir)
+			return fmt.Errorf("check out %s: %w", sha, err)
+		}
 	}
 	wtGitDir, err := worktreeGitDir(dir, gd)
 	if err != nil {
@@ -242,6 +309,7 @@ func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
 	r.mu.Lock()
 	old := r.cur
 	r.cur = next
+	r.trees++
 	r.mu.Unlock()
 	m.retire(r, old)
 	m.indexCommit(r, sha)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -229,8 +230,21 @@ func (c gitCall) run(ctx context.Context, args ...string) (string, error) {
 	if msg == "" {
 		msg = err.Error()
 	}
-	return "", fmt.Errorf("git %s: %s", sub, msg)
+	ge := &gitError{msg: fmt.Sprintf("git %s: %s", sub, msg), code: -1}
+	if xe, ok := errors.AsType[*exec.ExitError](err); ok {
+		ge.code = xe.ExitCode()
+	}
+	return "", ge
 }
+
+// gitError is a git command that ran and failed: its message, and its
+// exit status (-1 when it did not exit by itself).
+type gitError struct {
+	msg  string
+	code int
+}
+
+func (e *gitError) Error() string { return e.msg }
 
 // lastLines keeps the last n non-empty lines of s, joined by "; ": git's
 // verdict ("fatal: …") comes last, after progress.

@@ -14,6 +14,10 @@ type indexer struct {
 	impl Indexer
 	dir  string // DataDir/index; "" keeps indexes in memory only
 	log  *slog.Logger
+	// mayDelete says whether saved indexes may be deleted now: always for
+	// the service; for a OneShot Manager, only while no other process uses
+	// DataDir (see presence.go).
+	mayDelete func() bool
 
 	ctx    context.Context // canceled by stop: a running build ends
 	cancel context.CancelFunc
@@ -36,7 +40,14 @@ func (m *Manager) startIndexer(ctx context.Context) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m.ix = &indexer{impl: m.opts.Indexer, dir: dir, log: m.log, ctx: ctx, cancel: cancel,
+	mayDelete := func() bool { return true }
+	if dir != "" {
+		m.claimPresence()
+		if m.opts.OneShot {
+			mayDelete = m.alone
+		}
+	}
+	m.ix = &indexer{impl: m.opts.Indexer, dir: dir, log: m.log, mayDelete: mayDelete, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	go m.runIndexer()
 }

@@ -201,7 +201,7 @@ func private(p string) error {
 
 // remove deletes the saved indexes of commits dropped from memory.
 func (ix *indexer) remove(r *repo, commits []string) {
-	if ix == nil {
+	if ix == nil || !ix.mayDelete() {
 		return
 	}
 	for _, c := range commits {
@@ -219,9 +219,10 @@ func (ix *indexer) removePath(p string) {
 
 // sweep deletes what r's index directory holds besides the indexes in
 // memory: those of commits an earlier run served, and leftovers of a
-// save cut short. Only the builder writes there, and it calls this.
+// save cut short. Only the builder writes there, and it calls this, but
+// for a OneShot Manager beside another process (mayDelete).
 func (ix *indexer) sweep(r *repo) {
-	if ix.dir == "" {
+	if ix.dir == "" || !ix.mayDelete() {
 		return
 	}
 	dir := filepath.Join(ix.dir, r.spec.Name)

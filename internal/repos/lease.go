@@ -191,14 +191,36 @@ func (m *Manager) retire(r *repo, s *snapshot) {
 }
 
 // discard closes a snapshot no one holds and, if it is a worktree of ours,
-// deletes it. Its entry in the clone's worktree list goes at the next
-// checkout's prune.
+// deletes it (unless kept). Its entry in the clone's worktree list goes at
+// the next checkout's prune. The last one after Close gives up the owner
+// directory.
 func (m *Manager) discard(r *repo, s *snapshot) {
 	s.ws.Close()
 	if !s.owned {
 		return
 	}
-	if err := os.RemoveAll(s.dir); err != nil {
-		m.log.Warn("remove an outdated worktree", "repo", r.spec.Name, "dir", s.dir, "err", err)
+	r.mu.Lock()
+	keep := s.keep
+	r.mu.Unlock()
+	if !keep {
+		if err := os.RemoveAll(s.dir); err != nil {
+			m.log.Warn("remove an outdated worktree", "repo", r.spec.Name, "dir", s.dir, "err", err)
+		}
 	}
+	r.mu.Lock()
+	r.trees--
+	o := r.ownerToDrop()
+	r.mu.Unlock()
+	o.drop()
+}
+
+// ownerToDrop takes r's owner directory away once r is closed and has no
+// worktree left in use; nil otherwise. r.mu is held.
+func (r *repo) ownerToDrop() *owner {
+	if !r.closed || r.trees > 0 {
+		return nil
+	}
+	o := r.owner
+	r.owner = nil
+	return o
 }

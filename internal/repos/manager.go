@@ -12,7 +12,11 @@
 //
 // On disk, a url repo lives in DataDir/repos/<name>: git/ is a bare clone
 // holding the objects (remote.origin.url without credentials), trees/ the
-// worktrees leases point into, named <n>-<sha12>.
+// worktrees leases point into, named <owner>/<n>-<sha12>, where <owner> is
+// a directory of the process that checked them out: processes sharing
+// DataDir (the service, and one-shot commands run beside it) never remove
+// each other's live worktrees (see owner.go). fetched records the last
+// successful fetch, and sync.lock makes fetches take turns.
 //
 // Credentials for remotes come from the environment and reach git only
 // through its environment: never argv, never a file in the clone, never a
@@ -23,7 +27,8 @@
 // (updated from the previous commit's when there is one), kept in
 // DataDir/index/<name>/<commit>, and pinned by the leases at that commit;
 // a lease hands its index to the tools only once it is ready (see
-// Lease.Index), so a turn never waits for one.
+// Lease.Index), so a turn never waits for one. DataDir/procs marks the
+// processes that use them (see presence.go).
 //
 // Every git command goes through internal/gitexec, and a path repo's git
 // directory is the one its Workspace found and checked (tools.Workspace.Git).
@@ -82,6 +87,12 @@ type Options struct {
 	// code index, made in the background and kept in DataDir/index (in
 	// memory only without a DataDir); leases hand it to the tools.
 	Indexer Indexer
+	// OneShot is for a process that serves one call and exits (bot
+	// tool): when the clone was fetched less than SyncEvery ago, by any
+	// process, it is used without a fetch, and a worktree at its commit
+	// that an ended process left is reused rather than a new one checked
+	// out; Close leaves the current worktree for the next such process.
+	OneShot bool
 }
 
 // hostKeys is where ssh checks the host keys of ssh remotes.
@@ -112,7 +123,8 @@ type Manager struct {
 	mu     sync.Mutex
 	closed bool
 
-	ix *indexer // nil without Options.Indexer
+	ix       *indexer // nil without Options.Indexer
+	presence *owner   // this process's mark in DataDir/procs, with an indexer
 
 	// after is time.After; tests step Run's waits through it.
 	after func(time.Duration) <-chan time.Time
@@ -138,6 +150,9 @@ type repo struct {
 	lastAttempt time.Time
 	lastErr     string
 	lastCommit  string // local repos: the commit the last lease saw
+	owner       *owner // this process's directory of worktrees; url repos
+	trees       int    // owned snapshots not discarded yet
+	closed      bool   // by Close: the owner directory goes with the last tree
 
 	indexes indexes // code indexes by commit (see indexer)
 }
@@ -151,6 +166,7 @@ type snapshot struct {
 	refs   int
 	held   int  // of refs, held by the indexer while it reads the checkout
 	retire bool // no longer handed out: close (and delete, if owned) at refs == 0
+	keep   bool // owned, but left on disk when discarded (OneShot's Close)
 }
 
 // RepoHealth is one repository's state for /healthz.
@@ -240,13 +256,8 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 		if r.local {
 			continue
 		}
-		wg.Go(func() {
-			// Worktrees of an earlier run are held by no one now.
-			if err := os.RemoveAll(filepath.Join(r.root, "trees")); err != nil {
-				m.log.Warn("remove old worktrees", "repo", r.spec.Name, "err", err)
-			}
-			m.sync(ctx, r)
-		})
+		// Worktrees of ended processes go at the first checkout (sweep).
+		wg.Go(func() { m.sync(ctx, r) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -368,7 +379,8 @@ func (m *Manager) Health() []RepoHealth {
 
 // Close stops syncing and new leases, waiting for a sync in flight.
 // Checkouts still leased stay until released; the rest are closed, and
-// worktrees of ours deleted (the next start checks out afresh).
+// worktrees of ours deleted (the next start checks out afresh), but for
+// the current one of a OneShot Manager, left for the next to reuse.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -380,12 +392,21 @@ func (m *Manager) Close() error {
 	if m.ix != nil {
 		m.ix.stop()
 	}
+	defer m.presence.drop()
 	for _, r := range m.repos {
 		r.syncMu.Lock()
 		r.mu.Lock()
 		s := r.cur
+		if s != nil && m.opts.OneShot {
+			s.keep = true
+		}
+		r.closed = true
 		r.mu.Unlock()
 		m.retire(r, s)
+		r.mu.Lock()
+		o := r.ownerToDrop()
+		r.mu.Unlock()
+		o.drop()
 		r.syncMu.Unlock()
 	}
 	return nil
