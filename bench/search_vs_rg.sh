@@ -13,11 +13,12 @@
 # back to back, in an order that alternates between rounds; the report gives
 # each one's median and the median of the per-round ratios to rg.
 #
-# search_code runs twice per round: scanning (searchbench), as it does until
-# the index of a commit is ready, and through the code index as
+# search_code runs three times per round: scanning (searchbench), as it
+# does until the index of a commit is ready, and through the code index as
 # `bot tool search_code JSON --repo TREE` runs it, a fresh process that
 # loads the index saved in its BOT_DATA_DIR (built and saved once before the
-# rounds). In-process figures through the index come from searchbench -data,
+# rounds), and as `bot tool search_code JSON --in NAME` runs it over the
+# same tree served as a url repository (a clone the service keeps). In-process figures through the index come from searchbench -data,
 # which opens the repository as the service does, over its own data
 # directory.
 #
@@ -71,6 +72,15 @@ bot="env BOT_DATA_DIR=$work/botdata $work/bot tool search_code"
 start=$EPOCHREALTIME
 $bot '{"pattern": "x"}' --repo "$tree" >/dev/null
 echo "bot tool: index built and saved in $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}') s: $(du -sh "$work/botdata/index" | cut -f1)"
+# The same tree as a url repository of BOT_CONFIG, as the service serves
+# one: a bare clone to fetch from, cloned into its own data directory by the
+# first call, which also builds and saves the index; later calls use that
+# clone as fetched (less than BOT_REPO_SYNC ago) and the checkout the call
+# before left.
+git clone -q --bare "$tree" "$work/remote.git"
+printf 'repos:\n  - name: tree\n    url: file://%s\n    channels: ["*"]\n' "$work/remote.git" >"$work/askrepo.yaml"
+botin="env BOT_CONFIG=$work/askrepo.yaml BOT_DATA_DIR=$work/botdata-url BOT_REPO_SYNC=24h $work/bot tool search_code"
+$botin '{"pattern": "x"}' --in tree >/dev/null
 $sbx -args '{"pattern": "x"}' >/dev/null 2>&1
 
 # rounds NAME=COMMAND... times each command once per round, RUNS rounds
@@ -132,11 +142,13 @@ compare() { # name, rg args..., -- search_code JSON
 	echo -n "search_code in-process, file list cached (the bot's steady state): "
 	$sb -cache -n "$RUNS" -args "$json" 2>&1 >/dev/null
 	echo "bot tool search_code:       $($bot "$json" --repo "$tree" 2>/dev/null | head -1)"
+	echo "bot tool search_code --in:  $($botin "$json" --in tree 2>/dev/null | head -1)"
 	echo -n "search_code through the index in-process, file list cached: "
 	$sbx -cache -n "$RUNS" -args "$json" 2>&1 >/dev/null
 	local contenders=("rg=$(printf '%q ' "${rg[@]}" -c "${rgargs[@]}" "$tree")"
 		"search_code=$sb -args $(printf '%q' "$json")"
-		"bot tool, index=$bot $(printf '%q' "$json") --repo $tree")
+		"bot tool, index=$bot $(printf '%q' "$json") --repo $tree"
+		"bot tool --in, index=$botin $(printf '%q' "$json") --in tree")
 	[ -n "$BASELINE" ] && contenders+=("search_code (baseline)=$BASELINE -dir $tree -args $(printf '%q' "$json")")
 	rounds "${contenders[@]}"
 }

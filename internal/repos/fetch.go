@@ -261,8 +261,15 @@ func (m *Manager) ensureClone(ctx context.Context, r *repo) error {
 // cloneOK says whether r.gitDir is a bare clone of r.remote.
 func (m *Manager) cloneOK(ctx context.Context, r *repo) bool {
 	g := gitCall{timeout: m.opts.GitTimeout}
+	var bare string
+	var berr error
+	done := make(chan struct{})
+	go func() { // two git processes, side by side
+		defer close(done)
+		bare, berr = g.run(ctx, "--git-dir="+r.gitDir(), "rev-parse", "--is-bare-repository")
+	}()
 	url, uerr := g.run(ctx, "--git-dir="+r.gitDir(), "config", "--get", "remote.origin.url")
-	bare, berr := g.run(ctx, "--git-dir="+r.gitDir(), "rev-parse", "--is-bare-repository")
+	<-done
 	return uerr == nil && berr == nil && url == r.remote && bare == "true"
 }
 
@@ -275,11 +282,15 @@ func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
 	if m.opts.OneShot {
 		adopt = sha
 	}
-	dir := m.sweep(r, adopt)
+	dir, removed := m.sweep(r, adopt)
 	gd := r.gitDir()
 	g := gitCall{timeout: m.opts.GitTimeout}
-	if _, err := g.run(ctx, "--git-dir="+gd, "worktree", "prune"); err != nil {
-		m.log.Warn("prune worktrees", "repo", r.spec.Name, "err", err)
+	// Records of worktrees removed here or by an earlier discard; a
+	// one-shot call that removed none and adds none has none to prune.
+	if dir == "" || removed {
+		if _, err := g.run(ctx, "--git-dir="+gd, "worktree", "prune"); err != nil {
+			m.log.Warn("prune worktrees", "repo", r.spec.Name, "err", err)
+		}
 	}
 	if dir != "" {
 		m.log.Debug("reusing a worktree an earlier run left", "repo", r.spec.Name, "commit", sha, "dir", dir)

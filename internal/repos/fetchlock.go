@@ -78,14 +78,21 @@ func (m *Manager) recentTip(ctx context.Context, r *repo) string {
 	if age := time.Since(fi.ModTime()); age < 0 || age >= m.opts.SyncEvery {
 		return ""
 	}
-	if !r.ready && !m.cloneOK(ctx, r) {
+	// The clone's check and its tip, side by side: a one-shot call
+	// waits for both, and each is a git process of its own.
+	var tip string
+	var tipErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tip, tipErr = m.tip(ctx, r)
+	}()
+	ok := r.ready || m.cloneOK(ctx, r)
+	<-done
+	if !ok || tipErr != nil {
 		return ""
 	}
 	r.ready = true
-	tip, err := m.tip(ctx, r)
-	if err != nil {
-		return ""
-	}
 	m.log.Debug("using the clone as last fetched", "repo", r.spec.Name, "fetched", fi.ModTime(), "commit", tip)
 	return tip
 }

@@ -122,20 +122,20 @@ func (m *Manager) ownerDir(r *repo) (*owner, error) {
 // is no owner directory at all. When adopt is a commit and r has no owner
 // directory yet, the first dead one holding a complete worktree of the
 // clone at adopt becomes r's (its other worktrees removed), and that
-// worktree's directory is returned; else "".
-func (m *Manager) sweep(r *repo, adopt string) string {
+// worktree's directory is returned; else "". removed says whether any
+// worktree was removed, which leaves a record for git worktree prune.
+func (m *Manager) sweep(r *repo, adopt string) (adopted string, removed bool) {
 	trees := filepath.Join(r.root, "trees")
 	ents, err := os.ReadDir(trees)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			m.log.Warn("list worktrees", "repo", r.spec.Name, "err", err)
 		}
-		return ""
+		return "", false
 	}
 	r.mu.Lock()
 	own := r.owner
 	r.mu.Unlock()
-	adopted := ""
 	for _, e := range ents {
 		p := filepath.Join(trees, e.Name())
 		if own != nil && p == own.dir {
@@ -143,6 +143,7 @@ func (m *Manager) sweep(r *repo, adopt string) string {
 		}
 		if !e.IsDir() { // a symlink or a file: no process's directory
 			m.removeTree(r, p)
+			removed = true
 			continue
 		}
 		o, err := lockDir(p)
@@ -153,24 +154,26 @@ func (m *Manager) sweep(r *repo, adopt string) string {
 			continue
 		}
 		if adopt != "" && own == nil {
-			if dir := m.adopt(r, o, adopt); dir != "" {
+			if dir, others := m.adopt(r, o, adopt); dir != "" {
 				own, adopted = o, dir
+				removed = removed || others
 				continue
 			}
 		}
 		m.removeTree(r, p)
 		o.drop()
+		removed = true
 	}
-	return adopted
+	return adopted, removed
 }
 
 // adopt makes dead owner directory o r's own if it holds a complete
 // worktree of the clone at sha, removing the rest of it; it returns that
-// worktree's directory, or "".
-func (m *Manager) adopt(r *repo, o *owner, sha string) string {
+// worktree's directory, or "", and whether it removed anything.
+func (m *Manager) adopt(r *repo, o *owner, sha string) (string, bool) {
 	ents, err := os.ReadDir(o.dir)
 	if err != nil {
-		return ""
+		return "", false
 	}
 	dir := ""
 	for _, e := range ents {
@@ -185,7 +188,7 @@ func (m *Manager) adopt(r *repo, o *owner, sha string) string {
 		dir = p
 	}
 	if dir == "" {
-		return ""
+		return "", false
 	}
 	for _, e := range ents {
 		if p := filepath.Join(o.dir, e.Name()); p != dir {
@@ -198,7 +201,7 @@ func (m *Manager) adopt(r *repo, o *owner, sha string) string {
 	r.owner = o
 	r.mu.Unlock()
 	r.seq = max(r.seq, n)
-	return dir
+	return dir, len(ents) > 1
 }
 
 // adoptable checks that dir is a worktree git finished adding for the

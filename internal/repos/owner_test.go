@@ -370,3 +370,35 @@ func TestOneShotLeavesSavedIndexes(t *testing.T) {
 		t.Errorf("alone, DataDir/index/r holds %q, want only %s", got, first)
 	}
 }
+
+// TestOneShotReuseRunsLittleGit: a one-shot call that reuses the clone
+// as fetched and the worktree the call before left runs no fetch, no
+// checkout and no prune: it only checks the clone and reads its tip.
+func TestOneShotReuseRunsLittleGit(t *testing.T) {
+	data, spec, first, _ := oneShotFixture(t)
+	opts := Options{DataDir: data, OneShot: true, SyncEvery: time.Hour}
+	one := newManager(t, spec, opts)
+	acquire(t, one, "r").Release()
+	one.Close()
+
+	argv, _ := wrapGit(t)
+	two := newManager(t, spec, opts)
+	l := acquire(t, two, "r")
+	defer l.Release()
+	if l.Commit != first {
+		t.Fatalf("Commit = %s, want %s", l.Commit, first)
+	}
+	b, err := os.ReadFile(argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := strings.TrimSpace(string(b))
+	for _, cmd := range []string{" fetch ", " worktree ", " clone "} {
+		if strings.Contains(" "+strings.ReplaceAll(calls, "\n", " \n ")+" ", cmd) {
+			t.Errorf("the reuse ran git%s:\n%s", cmd, calls)
+		}
+	}
+	if n := strings.Count(calls, "\n") + 1; n > 3 {
+		t.Errorf("%d git calls, want at most 3 (the clone's URL, that it is bare, its tip):\n%s", n, calls)
+	}
+}
