@@ -42,6 +42,13 @@ type gitRepo struct {
 	// not kept, and the next call asks again. Meanwhile the tools fail
 	// closed on content, as they do whenever the history is unknown.
 	transient bool
+
+	// origin is remote.origin.url as the config said when the repository
+	// was resolved, read by the same git call as its drivers.
+	origin string
+	// head is what GitHead knows of HEAD (guarded by gitMu); resolving
+	// the repository fills it when it can tell the layout's answer holds.
+	head *headMemo
 }
 
 // errGitUnavailable is wrapped when git could not say what the checkout's
@@ -119,28 +126,43 @@ func (w *Workspace) gitBase() gitexec.Git {
 // to 16M objects.
 const gitAllocLimit = 256 << 20
 
+// givenGit is the repository of a worktree the caller made (see
+// WorkspaceOptions.GitDir): the checkout is its top, and its commondir
+// file names the repository it belongs to.
+func (w *Workspace) givenGit() gitRepo {
+	g := w.gitBase()
+	g.GitDir, g.WorkTree = w.gitDir, w.dir
+	r := gitRepo{git: g}
+	if b, err := os.ReadFile(filepath.Join(w.gitDir, "commondir")); err == nil {
+		common := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(w.gitDir, common)
+		}
+		r.layout, r.common = true, filepath.Clean(common)
+	}
+	return r
+}
+
 func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 	if w.gitDir != "" {
-		g := w.gitBase()
-		g.GitDir, g.WorkTree = w.gitDir, w.dir
-		r := gitRepo{git: g}
-		// A worktree the caller made: the checkout is its top, and its
-		// commondir file names the repository it belongs to.
-		if b, err := os.ReadFile(filepath.Join(w.gitDir, "commondir")); err == nil {
-			common := strings.TrimSpace(string(b))
-			if !filepath.IsAbs(common) {
-				common = filepath.Join(w.gitDir, common)
-			}
-			r.layout, r.common = true, filepath.Clean(common)
-		}
-		return r
+		return w.givenGit()
 	}
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	cmd := w.gitBase().Command(ctx, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel")
+	// HEAD is read by the same call (see GitHead): the files that say
+	// where it is are stamped before and after, in the git directory git
+	// is expected to find, and kept when that is the one it found.
+	guess := guessGitDir(w.real)
+	before := stampHead(guess, guess)
+	cmd := w.gitBase().Command(ctx, append([]string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"}, headArgs...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	after := stampHead(guess, guess)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 && strings.Count(string(out), "\n") == 3 {
+		err = nil // HEAD is at no commit: the layout is all there is
+	}
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return gitRepo{err: fmt.Errorf("git is not installed on the server, so git history is not available: %w", err)}
@@ -157,7 +179,7 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 		return gitRepo{err: errGitUnavailable, transient: true}
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 3 {
+	if len(lines) != 3 && len(lines) != 4 {
 		w.log.Warn("unexpected answer from git rev-parse; asking again at the next call", "out", string(out))
 		return gitRepo{err: errGitUnavailable, transient: true}
 	}
@@ -171,7 +193,7 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 	g.GitDir, g.WorkTree = gitDir, top
 	// The tools' commands run no filter or diff driver; should one ever
 	// slip in, the drivers the repository defines are switched off too.
-	g, err = g.WithoutDrivers(ctx)
+	g, cfg, err := g.WithoutDriversReading(ctx, "remote.origin.url")
 	if err != nil {
 		w.log.Warn("cannot read the repository's config; asking again at the next call", "dir", w.dir, "err", err)
 		return gitRepo{err: errGitUnavailable, transient: true}
@@ -180,7 +202,12 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 	if err != nil {
 		return gitRepo{err: errGitUnavailable, transient: true}
 	}
-	r := gitRepo{git: g, realGitDir: real, common: common}
+	r := gitRepo{git: g, realGitDir: real, common: common, origin: cfg["remote.origin.url"]}
+	// foreignGitDir has made sure that the git directory and the common
+	// one are the same real directory: the one stamped if it is the guess.
+	if real == guess {
+		r.head = layoutHead(lines[3:], before, after)
+	}
 	if realTop, err := filepath.EvalSymlinks(top); err == nil {
 		if rel, err := filepath.Rel(realTop, w.real); err == nil && !strings.HasPrefix(rel, "..") {
 			r.layout = true
@@ -190,6 +217,37 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 		}
 	}
 	return r
+}
+
+// guessGitDir is where git is expected to find the repository of the
+// checkout real (a real path): the first .git directory at or above it.
+// It is a guess, checked against git's answer; "" when there is none.
+func guessGitDir(real string) string {
+	for dir := real; ; dir = filepath.Dir(dir) {
+		dotGit := filepath.Join(dir, ".git")
+		if fi, err := os.Lstat(dotGit); err == nil {
+			if fi.IsDir() {
+				return dotGit
+			}
+			return ""
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return ""
+		}
+	}
+}
+
+// GitOrigin is the URL of the repository's origin remote, as its config
+// said when the checkout's repository was resolved; "" when it has none or
+// git is off for the checkout. It is read with the repository's drivers,
+// by the same git call.
+func (w *Workspace) GitOrigin(ctx context.Context) string {
+	if _, err := w.Git(ctx); err != nil {
+		return ""
+	}
+	w.gitMu.Lock()
+	defer w.gitMu.Unlock()
+	return w.repo.origin
 }
 
 // foreignGitDir says why the repository git found for the checkout is not
