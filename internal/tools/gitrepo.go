@@ -154,6 +154,7 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 	// is expected to find, and kept when that is the one it found.
 	guess := guessGitDir(w.real)
 	before := stampHead(guess, guess)
+	config := w.readConfig(ctx, guess)
 	cmd := w.gitBase().Command(ctx, append([]string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"}, headArgs...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -189,22 +190,24 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 			"dir", w.dir, "reason", reason, "git_dir", gitDir, "work_tree", top)
 		return gitRepo{err: fmt.Errorf("%w: %s; git history is off for this checkout (the operator can point askrepo at the repository itself)", ErrForeignGitDir, reason)}
 	}
-	g := w.gitBase()
-	g.GitDir, g.WorkTree = gitDir, top
-	// The tools' commands run no filter or diff driver; should one ever
-	// slip in, the drivers the repository defines are switched off too.
-	g, cfg, err := g.WithoutDriversReading(ctx, "remote.origin.url")
-	if err != nil {
-		w.log.Warn("cannot read the repository's config; asking again at the next call", "dir", w.dir, "err", err)
-		return gitRepo{err: errGitUnavailable, transient: true}
-	}
 	real, err := filepath.EvalSymlinks(gitDir)
 	if err != nil {
 		return gitRepo{err: errGitUnavailable, transient: true}
 	}
-	r := gitRepo{git: g, realGitDir: real, common: common, origin: cfg["remote.origin.url"]}
 	// foreignGitDir has made sure that the git directory and the common
-	// one are the same real directory: the one stamped if it is the guess.
+	// one are the same real directory: the one stamped, and whose config
+	// is being read, if it is the guess.
+	if real != guess {
+		config = w.readConfig(ctx, real)
+	}
+	read := <-config
+	if read.err != nil {
+		w.log.Warn("cannot read the repository's config; asking again at the next call", "dir", w.dir, "err", read.err)
+		return gitRepo{err: errGitUnavailable, transient: true}
+	}
+	g := w.gitBase()
+	g.GitDir, g.WorkTree, g.Config = gitDir, top, read.config
+	r := gitRepo{git: g, realGitDir: real, common: common, origin: read.origin}
 	if real == guess {
 		r.head = layoutHead(lines[3:], before, after)
 	}
@@ -217,6 +220,36 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 		}
 	}
 	return r
+}
+
+// configRead is a repository's config as opening it reads it: the
+// operator's settings with the repository's drivers switched off (see
+// gitexec.Git.WithoutDrivers), and the origin's URL.
+type configRead struct {
+	config [][2]string
+	origin string
+	err    error
+}
+
+// readConfig reads the config of the git directory gitDir in the
+// background ("" reads nothing). The tools' commands run no filter or diff
+// driver; should one ever slip in, the drivers the repository defines are
+// switched off too. Opening reads the config of the directory git is
+// expected to find while git says which it is, and uses it only once that
+// directory has passed every check; running git config on a directory
+// that fails them runs no program (see gitexec) and is thrown away.
+func (w *Workspace) readConfig(ctx context.Context, gitDir string) <-chan configRead {
+	ch := make(chan configRead, 1)
+	if gitDir == "" {
+		return ch
+	}
+	go func() {
+		g := w.gitBase()
+		g.GitDir = gitDir
+		g, values, err := g.WithoutDriversReading(ctx, "remote.origin.url")
+		ch <- configRead{config: g.Config, origin: values["remote.origin.url"], err: err}
+	}()
+	return ch
 }
 
 // guessGitDir is where git is expected to find the repository of the
