@@ -58,6 +58,15 @@ func TestPathRepositoryOpensWithTwoGitCalls(t *testing.T) {
 			r.Git("remote", "add", "origin", "file:///srv/git/widget.git")
 			return r.Dir, r.Commit(gitexectest.Commit{Write: map[string]string{"a.go": "package a\n"}})
 		}, 2, "file:///srv/git/widget.git"},
+		{"through a symlink", func(t *testing.T) (string, string) {
+			r := gitexectest.Init(t, "")
+			head := r.Commit(gitexectest.Commit{Write: map[string]string{"a.go": "package a\n"}})
+			link := filepath.Join(t.TempDir(), "link")
+			if err := os.Symlink(r.Dir, link); err != nil {
+				t.Fatal(err)
+			}
+			return link, head
+		}, 2, ""},
 		{"no commit yet", func(t *testing.T) (string, string) {
 			return gitexectest.Init(t, "").Dir, ""
 		}, 2, ""},

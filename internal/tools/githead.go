@@ -43,7 +43,12 @@ func (w *Workspace) GitHead(ctx context.Context) (string, error) {
 	gitDir, common, memo := w.repo.realGitDir, w.repo.common, w.repo.head
 	w.gitMu.Unlock()
 	if gitDir == "" {
-		gitDir = g.GitDir
+		gitDir = g.GitDir // a worktree the caller made
+	} else {
+		// Found by git and checked: its common directory is itself
+		// (foreignGitDir), named by the same real path the layout's
+		// stamp used.
+		common = gitDir
 	}
 	before := stampHead(gitDir, common)
 	if memo != nil && before.ok && slices.Equal(before.files, memo.stamp.files) {
