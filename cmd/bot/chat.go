@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/usage"
@@ -24,7 +25,7 @@ starting with /.
 
 // chatCommand matches a line that is a command: a slash and a word. A
 // question such as "/etc/hosts is read where?" is not one.
-var chatCommand = regexp.MustCompile(`^/[A-Za-z][A-Za-z0-9_-]*$`)
+var chatCommand = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/[A-Za-z][A-Za-z0-9_-]*$`) })
 
 // runChat keeps one conversation going until EOF, /exit, or a second
 // Ctrl-C in a row. A Ctrl-C while an answer is being written stops that
@@ -73,7 +74,7 @@ func runChat(ctx context.Context, cfg config.Config, env func(string) (string, b
 		switch {
 		case q == "":
 			continue
-		case chatCommand.MatchString(q):
+		case chatCommand().MatchString(q):
 			if t.command(q) {
 				return nil
 			}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/askrepo/askrepo/internal/mdscan"
@@ -63,7 +64,7 @@ func Find(markdown string) []Citation {
 	return out
 }
 
-var tableSepRE = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`)
+var tableSepRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$`) })
 
 // tableLines marks the rows of Markdown tables: a line with "|" followed by a
 // separator row, and the "|" lines after it. The Slack renderer turns tables
@@ -75,7 +76,7 @@ func tableLines(lines []mdscan.Line) []bool {
 			continue
 		}
 		sep := lines[i+1].Body
-		if !strings.Contains(sep, "-") || !tableSepRE.MatchString(sep) {
+		if !strings.Contains(sep, "-") || !tableSepRE().MatchString(sep) {
 			continue
 		}
 		for j := i; j < len(lines) && !lines[j].Fenced && strings.Contains(lines[j].Text, "|"); j++ {
@@ -88,7 +89,9 @@ func tableLines(lines []mdscan.Line) []bool {
 
 // linesRE is a line range written in words after a path:
 // "path lines 10-20", "path, line 12", "path (lines 10–20)".
-var linesRE = regexp.MustCompile(`^(,?[ \t]+(\()?)[Ll]ines?[ \t]+(\d{1,9})(?:[ \t]*(?:-|–|to)[ \t]*L?(\d{1,9}))?`)
+var linesRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(,?[ \t]+(\()?)[Ll]ines?[ \t]+(\d{1,9})(?:[ \t]*(?:-|–|to)[ \t]*L?(\d{1,9}))?`)
+})
 
 // lineScan finds the citations in one line outside fenced code. Code
 // spans, escapes and autolinks are read as the Slack renderer reads them
@@ -232,7 +235,7 @@ func withLines(r ref, line string, end int) (ref, int) {
 	// The regexp sees a bounded window: Go's backtracker costs time in
 	// proportion to the input it is given, not to what it matches.
 	s := line[end:min(len(line), end+64)]
-	m := linesRE.FindStringSubmatchIndex(s)
+	m := linesRE().FindStringSubmatchIndex(s)
 	if m == nil {
 		return r, end
 	}

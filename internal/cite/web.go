@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Kind is the software behind a repository's web view. It decides the shape
@@ -87,7 +88,7 @@ func KindOfHost(host string) Kind {
 }
 
 // scpLikeRE matches git's scp-like remote syntax, [user@]host:path.
-var scpLikeRE = regexp.MustCompile(`^(?:[^@/:\s]+@)?([A-Za-z0-9.-]+):([^\s]+)$`)
+var scpLikeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[^@/:\s]+@)?([A-Za-z0-9.-]+):([^\s]+)$`) })
 
 // WebFromRemote derives the web view from a git remote URL: https and http
 // URLs keep their scheme and port, ssh, git and scp-like remotes become https
@@ -143,7 +144,7 @@ func splitRemote(remote string) (scheme, host, repoPath string, err error) {
 		}
 		p = u.Path
 	} else {
-		m := scpLikeRE.FindStringSubmatch(remote)
+		m := scpLikeRE().FindStringSubmatch(remote)
 		if m == nil || len(m[1]) < 2 {
 			return "", "", "", errors.New("the remote is neither a URL nor host:path")
 		}

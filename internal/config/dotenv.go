@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/joho/godotenv"
 )
@@ -49,7 +50,9 @@ func Over(env func(string) (string, bool), dot map[string]string) func(string) (
 
 // godotenv's parse errors quote the rest of the file from the bad
 // statement on, secrets included.
-var dotenvBadChar = regexp.MustCompile(`^unexpected character ("(?:[^"\\]|\\.)*") in variable name near ("(?:[^"\\]|\\.)*")$`)
+var dotenvBadChar = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^unexpected character ("(?:[^"\\]|\\.)*") in variable name near ("(?:[^"\\]|\\.)*")$`)
+})
 
 // dotenvProblem describes a .env parse error by line, without the file's
 // text.
@@ -62,7 +65,7 @@ func dotenvProblem(content []byte, err error) string {
 		return fmt.Sprintf("line %d: ", 1+strings.Count(src[:len(src)-len(rest)], "\n"))
 	}
 	msg := err.Error()
-	if m := dotenvBadChar.FindStringSubmatch(msg); m != nil {
+	if m := dotenvBadChar().FindStringSubmatch(msg); m != nil {
 		char, _ := strconv.Unquote(m[1])
 		near, _ := strconv.Unquote(m[2])
 		return fmt.Sprintf("%sunexpected character %q in a variable name (want NAME=value)", lineOf(near), char)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -46,7 +47,7 @@ const mcpTokensKey = "mcp_tokens"
 // stands between the network and the repositories.
 const minMCPToken = 16
 
-var mcpTokenNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var mcpTokenNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // setMCPTokens reads BOT_MCP_TOKENS: "name=token,name2=token2". It
 // replaces the tokens an earlier value gave and never quotes a token.
@@ -64,7 +65,7 @@ func setMCPTokens(c *Config, v string) error {
 		case !ok || token == "":
 			errs = append(errs, fmt.Errorf("entry %d: want name=token (e.g. ci=$(openssl rand -hex 32))", i+1))
 			continue
-		case !mcpTokenNameRE.MatchString(name):
+		case !mcpTokenNameRE().MatchString(name):
 			errs = append(errs, fmt.Errorf("entry %d: token name %q: want letters, digits, '.', '_' or '-'", i+1, name))
 			continue
 		}
@@ -153,7 +154,7 @@ func (c *Config) readMCPTokens(lookup func(string) (string, bool)) []error {
 			errs = append(errs, at(item.Line, "%v", err))
 			continue
 		}
-		if !mcpTokenNameRE.MatchString(e.Name) {
+		if !mcpTokenNameRE().MatchString(e.Name) {
 			errs = append(errs, at(item.Line, "name %q: want letters, digits, '.', '_' or '-'", e.Name))
 			continue
 		}

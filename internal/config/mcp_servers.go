@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -52,11 +53,11 @@ type MCPServer struct {
 var mcpServerKeys = []string{"name", "command", "args", "env", "url", "headers", "tools", "channels"}
 
 var (
-	mcpServerNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
-	mcpChannelRE    = regexp.MustCompile(`^[A-Z0-9]{2,}$`)
-	mcpEnvNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	mcpHeaderRE     = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-	mcpToolRE       = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	mcpServerNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`) })
+	mcpChannelRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z0-9]{2,}$`) })
+	mcpEnvNameRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	mcpHeaderRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") })
+	mcpToolRE       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) })
 )
 
 // applyMCPServers reads the mcp_servers section of the YAML file at path
@@ -136,7 +137,7 @@ func parseMCPServers(data []byte) ([]MCPServer, []error) {
 // problems are what is wrong with the entry on its own.
 func (s MCPServer) problems() []error {
 	var errs []error
-	if !mcpServerNameRE.MatchString(s.Name) {
+	if !mcpServerNameRE().MatchString(s.Name) {
 		errs = append(errs, fmt.Errorf("name %q: want 1 to 32 of a-z, 0-9 and -, starting with a letter or digit (it prefixes the tools: NAME__tool)", s.Name))
 	}
 	switch {
@@ -155,24 +156,24 @@ func (s MCPServer) problems() []error {
 		}
 	}
 	for _, k := range sortedKeys(s.Headers) {
-		if !mcpHeaderRE.MatchString(k) {
+		if !mcpHeaderRE().MatchString(k) {
 			errs = append(errs, fmt.Errorf("headers: %q is not a header name", k))
 		}
-		if v := s.Headers[k]; !mcpEnvNameRE.MatchString(v) {
+		if v := s.Headers[k]; !mcpEnvNameRE().MatchString(v) {
 			errs = append(errs, fmt.Errorf("headers: %s: want the name of the environment variable holding its value, not the value itself", k))
 		}
 	}
 	for _, k := range sortedKeys(s.Env) {
-		if !mcpEnvNameRE.MatchString(k) {
+		if !mcpEnvNameRE().MatchString(k) {
 			errs = append(errs, fmt.Errorf("env: %q is not a variable name", k))
 		}
-		if v := s.Env[k]; !mcpEnvNameRE.MatchString(v) {
+		if v := s.Env[k]; !mcpEnvNameRE().MatchString(v) {
 			errs = append(errs, fmt.Errorf("env: %s: want the name of the environment variable holding its value, not the value itself", k))
 		}
 	}
 	seen := map[string]bool{}
 	for _, t := range s.Tools {
-		if !mcpToolRE.MatchString(t) {
+		if !mcpToolRE().MatchString(t) {
 			errs = append(errs, fmt.Errorf("tools: %q is not a tool name (A-Z, a-z, 0-9, _, . and -, at most 64)", t))
 		} else if seen[t] {
 			errs = append(errs, fmt.Errorf("tools: %q is listed twice", t))
@@ -183,7 +184,7 @@ func (s MCPServer) problems() []error {
 		errs = append(errs, errors.New(`channels: want where its tools are offered: channel IDs, "dm", or "*" for everywhere (the terminal too)`))
 	}
 	for _, c := range s.Channels {
-		if c != "*" && c != "dm" && !mcpChannelRE.MatchString(c) {
+		if c != "*" && c != "dm" && !mcpChannelRE().MatchString(c) {
 			errs = append(errs, fmt.Errorf(`channels: %q is not a channel ID; use the ID (C…, shown at the bottom of the channel's details), "dm" or "*"`, c))
 		}
 	}
@@ -213,7 +214,7 @@ func (s MCPServer) missingEnv(env func(string) (string, bool)) []error {
 	check := func(what string, m map[string]string) {
 		for _, k := range sortedKeys(m) {
 			name := m[k]
-			if !mcpEnvNameRE.MatchString(name) {
+			if !mcpEnvNameRE().MatchString(name) {
 				continue // problems says so
 			}
 			if v, ok := env(name); !ok || v == "" {

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,20 +247,47 @@ const driverKeys = `^(filter|diff|merge)\..+\.(clean|smudge|process|textconv|com
 // call it when the repository is opened. It is a second line: read paths
 // use commands that run no driver in the first place.
 func (g Git) WithoutDrivers(ctx context.Context) (Git, error) {
-	out, err := g.Command(ctx, "config", "--null", "--name-only", "--get-regexp", driverKeys).Output()
+	g, _, err := g.WithoutDriversReading(ctx)
+	return g, err
+}
+
+// WithoutDriversReading is WithoutDrivers that also returns the values of
+// keys (canonical names: "remote.origin.url"), read by the same git call,
+// so that opening a repository costs one process, not one per setting. A
+// key set more than once has its last value, as git config --get gives
+// it; a key not set is not in the map.
+func (g Git) WithoutDriversReading(ctx context.Context, keys ...string) (Git, map[string]string, error) {
+	pattern := driverKeys
+	for _, k := range keys {
+		pattern += "|^" + regexp.QuoteMeta(k) + "$"
+	}
+	out, err := g.Command(ctx, "config", "--null", "--get-regexp", pattern).Output()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 1 {
-		return g, nil // none defined
+		return g, nil, nil // none set
 	}
 	if err != nil {
-		return g, fmt.Errorf("read the repository's drivers: %w", err)
+		return g, nil, fmt.Errorf("read the repository's drivers: %w", err)
 	}
 	cfg := slices.Clone(g.Config)
-	for key := range strings.SplitSeq(string(out), "\x00") {
-		if key = strings.TrimSpace(key); key != "" {
-			cfg = append(cfg, [2]string{key, ""})
+	var values map[string]string
+	// With --null each entry is the key, a newline and the value (none
+	// for a key with no "="), then NUL; a key holds no newline, a value
+	// may.
+	for entry := range strings.SplitSeq(string(out), "\x00") {
+		key, value, _ := strings.Cut(entry, "\n")
+		if key = strings.TrimSpace(key); key == "" {
+			continue
 		}
+		if slices.Contains(keys, key) {
+			if values == nil {
+				values = map[string]string{}
+			}
+			values[key] = value
+			continue
+		}
+		cfg = append(cfg, [2]string{key, ""})
 	}
 	g.Config = cfg
-	return g, nil
+	return g, values, nil
 }

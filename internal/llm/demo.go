@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Tool names the demo model knows how to use. They match the tools package;
@@ -188,17 +189,17 @@ func findReadme(entries []string) string {
 	return found
 }
 
-var numberedLine = regexp.MustCompile(`^\s*\d+\t`)
+var numberedLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\d+\t`) })
 
 // readmeGist extracts a title and first paragraph from read_file output,
 // dropping line-number prefixes and the tool's continuation notices.
 func readmeGist(out string) (title, para string) {
 	var lines []string
-	numbered := numberedLine.MatchString(out)
+	numbered := numberedLine().MatchString(out)
 	for line := range strings.Lines(out) {
 		line = strings.TrimRight(line, "\r\n")
 		if numbered {
-			loc := numberedLine.FindStringIndex(line)
+			loc := numberedLine().FindStringIndex(line)
 			if loc == nil {
 				continue // a notice such as "lines 1-200 of 950 shown"
 			}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,7 +33,7 @@ const (
 const ToolSeparator = "__"
 
 // callableNameRE is what the OpenAI-compatible APIs accept as a function name.
-var callableNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var callableNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // remoteTool is one tool of an MCP server, as the agent's tools.Tool.
 type remoteTool struct {
@@ -128,7 +129,7 @@ func pickTools(srv *upstream, listed []*sdk.Tool, log *slog.Logger) []*remoteToo
 			continue
 		}
 		name := srv.spec.Name + ToolSeparator + lt.Name
-		if !callableNameRE.MatchString(name) || seen[name] {
+		if !callableNameRE().MatchString(name) || seen[name] {
 			log.Warn("MCP tool left out: its name is not one a model can call, or is listed twice", "tool", srv.cred.line(lt.Name))
 			continue
 		}

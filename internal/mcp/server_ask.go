@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -116,7 +117,7 @@ func (s *Server) addAsk(srv *sdk.Server, a *access) {
 }
 
 // conversationRE is the form of a conversation ID, newID(16).
-var conversationRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var conversationRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 
 // ask runs one turn of a conversation, new or continued.
 func (s *Server) ask(ctx context.Context, a *access, in askArgs, obs *observer) (*sdk.CallToolResult, string, error) {
@@ -198,7 +199,7 @@ func (s *Server) conversation(ctx context.Context, a *access, key session.Key, i
 		return turn.Loaded{}, repo, nil
 	}
 	unknown := refuse(fmt.Errorf("unknown conversation %s; leave conversation out to start a new one", quoted(in.Conversation)))
-	if !conversationRE.MatchString(in.Conversation) {
+	if !conversationRE().MatchString(in.Conversation) {
 		return turn.Loaded{}, "", unknown
 	}
 	loaded, err := s.opts.Turns.Load(ctx, key)

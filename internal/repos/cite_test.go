@@ -3,7 +3,6 @@ package repos
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -343,10 +342,6 @@ func TestLeaseCiteLocalRunsNoFilter(t *testing.T) {
 // Checking an answer's citations reads the secret blobs once, not once
 // per cited path: twenty citations cost one git show-ref, not twenty.
 func TestLeaseCheckReadsSecretsOnce(t *testing.T) {
-	real, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("no git")
-	}
 	up := newRemote(t)
 	files := map[string]string{".env": "TOKEN=x\n"}
 	var answer strings.Builder
@@ -364,13 +359,7 @@ func TestLeaseCheckReadsSecretsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	bin := t.TempDir()
-	calls := filepath.Join(bin, "calls")
-	script := "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = show-ref ] && echo show-ref >> '" + calls + "'; done\nexec '" + real + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	calls := gitLog(t)
 	c, err := l.CheckAnswer(t.Context(), answer.String())
 	if err != nil {
 		t.Fatal(err)
@@ -378,8 +367,7 @@ func TestLeaseCheckReadsSecretsOnce(t *testing.T) {
 	if c.Valid != 20 {
 		t.Fatalf("%d valid citations, want 20: %q", c.Valid, c.Markdown)
 	}
-	b, _ := os.ReadFile(calls)
-	if n := strings.Count(string(b), "show-ref"); n > 1 {
+	if n := strings.Count(strings.Join(calls(), "\n"), " show-ref"); n > 1 {
 		t.Errorf("checking 20 citations ran git show-ref %d times, want at most once", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/gitexec"
@@ -56,13 +57,13 @@ func cleanRemote(raw string) (remote, user, password string) {
 // URL parsers split user info at the last one), and so is a lone user of an
 // http(s) URL, which is where a pasted token sits in https://TOKEN@host.
 func redactURL(raw string) string {
-	raw = userinfoRE.ReplaceAllString(raw, "${1}:[redacted]@")
-	return httpUserRE.ReplaceAllString(raw, "${1}[redacted]@")
+	raw = userinfoRE().ReplaceAllString(raw, "${1}:[redacted]@")
+	return httpUserRE().ReplaceAllString(raw, "${1}[redacted]@")
 }
 
 var (
-	userinfoRE = regexp.MustCompile(`(://[^/\s:]*?):[^/\s]*@`)
-	httpUserRE = regexp.MustCompile(`(?i)(\bhttps?://)[^/\s:]+@`)
+	userinfoRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(://[^/\s:]*?):[^/\s]*@`) })
+	httpUserRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(\bhttps?://)[^/\s:]+@`) })
 )
 
 // hostKeys is where ssh keeps and checks the host keys of ssh remotes.

@@ -301,12 +301,13 @@ func (m *Manager) openLocal(ctx context.Context, r *repo) error {
 	r.cur = &snapshot{dir: abs, ws: ws}
 	// The checkout's repository is found and checked here, once, by its
 	// Workspace: a .git file pointing elsewhere turns git off for it.
-	g, err := m.localGit(ctx, ws)
-	if err != nil {
+	if _, err := m.localGit(ctx, ws); err != nil {
 		m.log.Info("serving a path repository without git history", "repo", r.spec.Name, "reason", err)
 		return nil
 	}
-	if origin, err := g.run(ctx, "config", "--get", "remote.origin.url"); err == nil {
+	// Both read by the calls that found the repository: no git runs here,
+	// and the first lease's HEAD is this one unless it has moved since.
+	if origin := strings.TrimSpace(ws.GitOrigin(ctx)); origin != "" {
 		r.remote, _, _ = cleanRemote(origin)
 	}
 	r.lastCommit = m.localCommit(ctx, ws)
@@ -326,12 +327,13 @@ func (m *Manager) localGit(ctx context.Context, ws *tools.Workspace) (gitCall, e
 	return gitCall{git: g, timeout: min(m.opts.GitTimeout, 30*time.Second)}, nil
 }
 
+// localCommit is the commit a checkout's HEAD is at now, "" when it has
+// none or git cannot say. The Workspace runs git only when HEAD may have
+// moved since it last looked (tools.Workspace.GitHead).
 func (m *Manager) localCommit(ctx context.Context, ws *tools.Workspace) string {
-	g, err := m.localGit(ctx, ws)
-	if err != nil {
-		return ""
-	}
-	sha, err := g.run(ctx, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	ctx, cancel := context.WithTimeout(ctx, min(m.opts.GitTimeout, 30*time.Second))
+	defer cancel()
+	sha, err := ws.GitHead(ctx)
 	if err != nil {
 		return ""
 	}

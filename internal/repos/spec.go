@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/askrepo/askrepo/internal/config"
 	"go.yaml.in/yaml/v3"
@@ -63,17 +64,23 @@ type Spec struct {
 	SSHKeyEnv string `yaml:"ssh_key_env"`
 }
 
+// maxName is the longest repository name.
+const maxName = 64
+
 // WebKinds are the accepted values of Spec.WebKind (those cite knows).
 var WebKinds = []string{"github", "gitlab", "bitbucket", "gitea", "forgejo", "codeberg"}
 
 var (
-	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	channelRE = regexp.MustCompile(`^[A-Z0-9]{2,}$`)
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// nameRE leaves the length (at most maxName) to len: a counted
+	// repetition compiles to a program as long as its count, which every
+	// start would pay for.
+	nameRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`) })
+	channelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z0-9]{2,}$`) })
+	envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 	// scpRE matches git's scp-like syntax, user@host:path. The user is
 	// required so that a Windows path or a relative "dir:x" is not taken
 	// for a remote.
-	scpRE = regexp.MustCompile(`^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^:]`)
+	scpRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[^:]`) })
 )
 
 // specKeys are the keys a repos entry may have; anything else is a typo

@@ -35,7 +35,7 @@ func validate(specs []Spec, lines []int) error {
 		switch {
 		case s.Name == "":
 			bad("name is missing; give a short lowercase name people can type, such as payments")
-		case !nameRE.MatchString(s.Name):
+		case len(s.Name) > maxName || !nameRE().MatchString(s.Name):
 			bad("name %q: use up to 64 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", s.Name)
 		case seen[s.Name]:
 			bad("name %q is used twice; names must be unique", s.Name)
@@ -111,10 +111,10 @@ func checkWebAndCredentials(s Spec, bad func(format string, args ...any)) {
 			bad("web_url: %s", redactURL(err.Error()))
 		}
 	}
-	if s.TokenEnv != "" && (!envNameRE.MatchString(s.TokenEnv) || looksLikeToken(s.TokenEnv)) {
+	if s.TokenEnv != "" && (!envNameRE().MatchString(s.TokenEnv) || looksLikeToken(s.TokenEnv)) {
 		bad("token_env %q: give the name of an environment variable (such as GITHUB_TOKEN), not the token itself", redactValue(s.TokenEnv))
 	}
-	if s.SSHKeyEnv != "" && !envNameRE.MatchString(s.SSHKeyEnv) {
+	if s.SSHKeyEnv != "" && !envNameRE().MatchString(s.SSHKeyEnv) {
 		bad("ssh_key_env %q: give the name of an environment variable holding the key's path", redactValue(s.SSHKeyEnv))
 	}
 	if s.SSHKey != "" && s.SSHKeyEnv != "" {
@@ -149,7 +149,7 @@ func checkChannel(c string) error {
 	switch {
 	case c == AnyChannel || c == DirectMessages:
 		return nil
-	case channelRE.MatchString(c):
+	case channelRE().MatchString(c):
 		return nil
 	default:
 		return fmt.Errorf(`%q is not a channel ID; use the ID (C…, shown at the bottom of the channel's details), "dm" or "*"`, c)
@@ -188,7 +188,7 @@ func checkBranch(b string) error {
 // urlKind tells how a remote is reached: "http" (http or https), "ssh",
 // "file", or "" when git would not treat it as one of the allowed remotes.
 func urlKind(raw string) string {
-	if scpRE.MatchString(raw) && !strings.Contains(raw, "://") {
+	if scpRE().MatchString(raw) && !strings.Contains(raw, "://") {
 		return "ssh"
 	}
 	u, err := url.Parse(raw)

@@ -3,6 +3,7 @@ package slackbot
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -114,13 +115,13 @@ func threadRoot(threadTS, ts string) string {
 }
 
 // mentionRE matches a user mention token: <@U123> or <@U123|name>.
-var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(?:\|[^>]*)?>`)
+var mentionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<@([A-Z0-9]+)(?:\|[^>]*)?>`) })
 
 func mentions(text, userID string) bool {
 	if userID == "" {
 		return false
 	}
-	for _, m := range mentionRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range mentionRE().FindAllStringSubmatch(text, -1) {
 		if m[1] == userID {
 			return true
 		}
@@ -134,8 +135,8 @@ func stripMention(text, userID string) string {
 	if userID == "" {
 		return strings.TrimSpace(text)
 	}
-	out := mentionRE.ReplaceAllStringFunc(text, func(tok string) string {
-		if mentionRE.FindStringSubmatch(tok)[1] == userID {
+	out := mentionRE().ReplaceAllStringFunc(text, func(tok string) string {
+		if mentionRE().FindStringSubmatch(tok)[1] == userID {
 			return ""
 		}
 		return tok

@@ -319,7 +319,7 @@ func (b *Bot) suggestions(ctx context.Context, repo string) []slack.AssistantThr
 }
 
 // plainName is a file name fit for a prompt.
-var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$`)
+var plainName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$`) })
 
 // configNames are top-level files that configure a project, most telling first.
 var configNames = []string{"config.yaml", "config.yml", "config.toml", "settings.py", "application.yml", ".env.example", "docker-compose.yml", "Dockerfile", "Makefile"}
@@ -349,7 +349,7 @@ func pickNames(l *repos.Lease) (dir, config string) {
 	rank := len(configNames)
 	for _, e := range entries {
 		n := e.Name()
-		if !plainName.MatchString(n) || (l.Workspace != nil && l.Workspace.Denied(n)) {
+		if !plainName().MatchString(n) || (l.Workspace != nil && l.Workspace.Denied(n)) {
 			continue
 		}
 		if e.IsDir() && dir == "" && !strings.HasPrefix(n, ".") && !slices.Contains(dullDirs, strings.ToLower(n)) {

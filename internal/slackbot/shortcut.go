@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -192,7 +193,7 @@ func shortcutContext(text string) string {
 	}
 	var b strings.Builder
 	b.WriteString("\n\nThe question is about this message from the conversation:\n<message>\n")
-	b.WriteString(quoteTagRE.ReplaceAllString(text, "&lt;$1"))
+	b.WriteString(quoteTagRE().ReplaceAllString(text, "&lt;$1"))
 	b.WriteString("\n</message>")
 	for _, l := range fileLinks(text) {
 		b.WriteString("\n" + l)
@@ -204,12 +205,14 @@ func shortcutContext(text string) string {
 // message is someone else's words, and a "</message>" in it (a bot's or
 // an integration's message is not escaped as a person's is) would end
 // the quote early and pass what follows for the asker's.
-var quoteTagRE = regexp.MustCompile(`(?i)<(/?\s*message)`)
+var quoteTagRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)<(/?\s*message)`) })
 
 // blobLinkRE matches a link to a file at a revision, as GitHub, GitLab,
 // Gitea and Forgejo write it, with optional lines: …/blob/REF/PATH#L10-L20
 // (GitLab: #L10-20; Gitea: /src/branch/REF/PATH).
-var blobLinkRE = regexp.MustCompile(`https?://[^\s<>|]+?/(?:-/)?(?:blob|src/(?:branch|commit|tag))/([A-Za-z0-9._/-]+?)/([A-Za-z0-9._/-]+)(?:\?[^\s<>|#]*)?(?:#L(\d+)(?:-L?(\d+))?)?(?:[\s>|]|$)`)
+var blobLinkRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`https?://[^\s<>|]+?/(?:-/)?(?:blob|src/(?:branch|commit|tag))/([A-Za-z0-9._/-]+?)/([A-Za-z0-9._/-]+)(?:\?[^\s<>|#]*)?(?:#L(\d+)(?:-L?(\d+))?)?(?:[\s>|]|$)`)
+})
 
 // maxLinks bounds the file links read out of one message.
 const maxLinks = 5
@@ -221,7 +224,7 @@ const maxLinks = 5
 // found and the path as the rest.
 func fileLinks(text string) []string {
 	var out []string
-	for _, m := range blobLinkRE.FindAllStringSubmatch(text, maxLinks) {
+	for _, m := range blobLinkRE().FindAllStringSubmatch(text, maxLinks) {
 		ref, path := m[1], m[2]
 		if !fs.ValidPath(path) {
 			continue // "..", ".", an absolute or empty part: not a file of a checkout

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -14,7 +15,7 @@ import (
 // tag name, HEAD~2, main^2, HEAD@{1}. No spaces, no colon (that names a
 // file in a tree), and the leading character is checked separately so
 // that nothing can read as an option.
-var refPattern = regexp.MustCompile(`^[A-Za-z0-9._/~^@{}-]+$`)
+var refPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._/~^@{}-]+$`) })
 
 // maxRefLen is far longer than any real ref name.
 const maxRefLen = 200
@@ -33,7 +34,7 @@ func checkRef(ref string) error {
 		return fmt.Errorf(`commit %q is a range; ranges are not supported, %s (git_log lists the commits of a history)`, ref, hint)
 	case strings.Contains(ref, ":"):
 		return fmt.Errorf(`commit %q contains ":"; pass the file as "path" instead, and %s`, ref, hint)
-	case !refPattern.MatchString(ref):
+	case !refPattern().MatchString(ref):
 		return fmt.Errorf(`commit %q has characters no commit name has (spaces, quotes, *, ?, \); %s`, ref, hint)
 	}
 	return nil
@@ -104,15 +105,17 @@ func checkText(name, v string) error {
 // sincePatterns are the dates git understands that a model is likely to
 // write. git's own parser takes anything and reads nonsense as "now",
 // which would turn a typo into a silently empty answer.
-var sincePatterns = []*regexp.Regexp{
-	regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([ t]\d{2}:\d{2}(:\d{2})?)?$`),
-	regexp.MustCompile(`^\d+[ .]*(second|minute|hour|day|week|month|year)s?([ .]+ago)?$`),
-	regexp.MustCompile(`^(yesterday|today|last[ .]+(week|month|year))$`),
-}
+var sincePatterns = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([ t]\d{2}:\d{2}(:\d{2})?)?$`),
+		regexp.MustCompile(`^\d+[ .]*(second|minute|hour|day|week|month|year)s?([ .]+ago)?$`),
+		regexp.MustCompile(`^(yesterday|today|last[ .]+(week|month|year))$`),
+	}
+})
 
 func checkSince(v string) error {
 	s := strings.ToLower(strings.TrimSpace(v))
-	for _, p := range sincePatterns {
+	for _, p := range sincePatterns() {
 		if p.MatchString(s) {
 			return nil
 		}

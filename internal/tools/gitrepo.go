@@ -42,6 +42,13 @@ type gitRepo struct {
 	// not kept, and the next call asks again. Meanwhile the tools fail
 	// closed on content, as they do whenever the history is unknown.
 	transient bool
+
+	// origin is remote.origin.url as the config said when the repository
+	// was resolved, read by the same git call as its drivers.
+	origin string
+	// head is what GitHead knows of HEAD (guarded by gitMu); resolving
+	// the repository fills it when it can tell the layout's answer holds.
+	head *headMemo
 }
 
 // errGitUnavailable is wrapped when git could not say what the checkout's
@@ -119,28 +126,44 @@ func (w *Workspace) gitBase() gitexec.Git {
 // to 16M objects.
 const gitAllocLimit = 256 << 20
 
+// givenGit is the repository of a worktree the caller made (see
+// WorkspaceOptions.GitDir): the checkout is its top, and its commondir
+// file names the repository it belongs to.
+func (w *Workspace) givenGit() gitRepo {
+	g := w.gitBase()
+	g.GitDir, g.WorkTree = w.gitDir, w.dir
+	r := gitRepo{git: g}
+	if b, err := os.ReadFile(filepath.Join(w.gitDir, "commondir")); err == nil {
+		common := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(w.gitDir, common)
+		}
+		r.layout, r.common = true, filepath.Clean(common)
+	}
+	return r
+}
+
 func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 	if w.gitDir != "" {
-		g := w.gitBase()
-		g.GitDir, g.WorkTree = w.gitDir, w.dir
-		r := gitRepo{git: g}
-		// A worktree the caller made: the checkout is its top, and its
-		// commondir file names the repository it belongs to.
-		if b, err := os.ReadFile(filepath.Join(w.gitDir, "commondir")); err == nil {
-			common := strings.TrimSpace(string(b))
-			if !filepath.IsAbs(common) {
-				common = filepath.Join(w.gitDir, common)
-			}
-			r.layout, r.common = true, filepath.Clean(common)
-		}
-		return r
+		return w.givenGit()
 	}
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	cmd := w.gitBase().Command(ctx, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel")
+	// HEAD is read by the same call (see GitHead): the files that say
+	// where it is are stamped before and after, in the git directory git
+	// is expected to find, and kept when that is the one it found.
+	guess := guessGitDir(w.real)
+	before := stampHead(guess, guess)
+	config := w.readConfig(ctx, guess)
+	cmd := w.gitBase().Command(ctx, append([]string{"rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel"}, headArgs...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	after := stampHead(guess, guess)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 1 && strings.Count(string(out), "\n") == 3 {
+		err = nil // HEAD is at no commit: the layout is all there is
+	}
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
 			return gitRepo{err: fmt.Errorf("git is not installed on the server, so git history is not available: %w", err)}
@@ -157,7 +180,7 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 		return gitRepo{err: errGitUnavailable, transient: true}
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 3 {
+	if len(lines) != 3 && len(lines) != 4 {
 		w.log.Warn("unexpected answer from git rev-parse; asking again at the next call", "out", string(out))
 		return gitRepo{err: errGitUnavailable, transient: true}
 	}
@@ -167,20 +190,27 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 			"dir", w.dir, "reason", reason, "git_dir", gitDir, "work_tree", top)
 		return gitRepo{err: fmt.Errorf("%w: %s; git history is off for this checkout (the operator can point askrepo at the repository itself)", ErrForeignGitDir, reason)}
 	}
-	g := w.gitBase()
-	g.GitDir, g.WorkTree = gitDir, top
-	// The tools' commands run no filter or diff driver; should one ever
-	// slip in, the drivers the repository defines are switched off too.
-	g, err = g.WithoutDrivers(ctx)
-	if err != nil {
-		w.log.Warn("cannot read the repository's config; asking again at the next call", "dir", w.dir, "err", err)
-		return gitRepo{err: errGitUnavailable, transient: true}
-	}
 	real, err := filepath.EvalSymlinks(gitDir)
 	if err != nil {
 		return gitRepo{err: errGitUnavailable, transient: true}
 	}
-	r := gitRepo{git: g, realGitDir: real, common: common}
+	// foreignGitDir has made sure that the git directory and the common
+	// one are the same real directory: the one stamped, and whose config
+	// is being read, if it is the guess.
+	if real != guess {
+		config = w.readConfig(ctx, real)
+	}
+	read := <-config
+	if read.err != nil {
+		w.log.Warn("cannot read the repository's config; asking again at the next call", "dir", w.dir, "err", read.err)
+		return gitRepo{err: errGitUnavailable, transient: true}
+	}
+	g := w.gitBase()
+	g.GitDir, g.WorkTree, g.Config = gitDir, top, read.config
+	r := gitRepo{git: g, realGitDir: real, common: common, origin: read.origin}
+	if real == guess {
+		r.head = layoutHead(lines[3:], before, after)
+	}
 	if realTop, err := filepath.EvalSymlinks(top); err == nil {
 		if rel, err := filepath.Rel(realTop, w.real); err == nil && !strings.HasPrefix(rel, "..") {
 			r.layout = true
@@ -190,6 +220,67 @@ func (w *Workspace) resolveGit(ctx context.Context) gitRepo {
 		}
 	}
 	return r
+}
+
+// configRead is a repository's config as opening it reads it: the
+// operator's settings with the repository's drivers switched off (see
+// gitexec.Git.WithoutDrivers), and the origin's URL.
+type configRead struct {
+	config [][2]string
+	origin string
+	err    error
+}
+
+// readConfig reads the config of the git directory gitDir in the
+// background ("" reads nothing). The tools' commands run no filter or diff
+// driver; should one ever slip in, the drivers the repository defines are
+// switched off too. Opening reads the config of the directory git is
+// expected to find while git says which it is, and uses it only once that
+// directory has passed every check; running git config on a directory
+// that fails them runs no program (see gitexec) and is thrown away.
+func (w *Workspace) readConfig(ctx context.Context, gitDir string) <-chan configRead {
+	ch := make(chan configRead, 1)
+	if gitDir == "" {
+		return ch
+	}
+	go func() {
+		g := w.gitBase()
+		g.GitDir = gitDir
+		g, values, err := g.WithoutDriversReading(ctx, "remote.origin.url")
+		ch <- configRead{config: g.Config, origin: values["remote.origin.url"], err: err}
+	}()
+	return ch
+}
+
+// guessGitDir is where git is expected to find the repository of the
+// checkout real (a real path): the first .git directory at or above it.
+// It is a guess, checked against git's answer; "" when there is none.
+func guessGitDir(real string) string {
+	for dir := real; ; dir = filepath.Dir(dir) {
+		dotGit := filepath.Join(dir, ".git")
+		if fi, err := os.Lstat(dotGit); err == nil {
+			if fi.IsDir() {
+				return dotGit
+			}
+			return ""
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return ""
+		}
+	}
+}
+
+// GitOrigin is the URL of the repository's origin remote, as its config
+// said when the checkout's repository was resolved; "" when it has none or
+// git is off for the checkout. It is read with the repository's drivers,
+// by the same git call.
+func (w *Workspace) GitOrigin(ctx context.Context) string {
+	if _, err := w.Git(ctx); err != nil {
+		return ""
+	}
+	w.gitMu.Lock()
+	defer w.gitMu.Unlock()
+	return w.repo.origin
 }
 
 // foreignGitDir says why the repository git found for the checkout is not

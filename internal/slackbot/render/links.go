@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/askrepo/askrepo/internal/mdscan"
@@ -48,11 +49,11 @@ func showLinkHosts(md string, home []string) string {
 			continue
 		}
 		body := l.Body
-		if m := refDefRE.FindStringSubmatchIndex(body); m != nil {
+		if m := refDefRE().FindStringSubmatchIndex(body); m != nil {
 			// "\[" shows as "[", and the line stops defining a link.
 			b.WriteString(body[:m[2]] + `\`)
 			body = body[m[2]:]
-		} else if m := labelEndRE.FindStringSubmatchIndex(body); m != nil {
+		} else if m := labelEndRE().FindStringSubmatchIndex(body); m != nil {
 			// The end of a label begun on an earlier line: "\]" shows
 			// as "]" and does not close it.
 			b.WriteString(body[:m[2]] + `\`)
@@ -69,17 +70,19 @@ var (
 	// colon, after indentation and any block quote and list markers (a
 	// definition inside "> " or "- " defines the label for the whole
 	// document). Group 1 is the opening bracket.
-	refDefRE = regexp.MustCompile(`^(?:[ \t]*(?:>[ \t]?|[-+*][ \t]+|[0-9]{1,9}[.)][ \t]+))*[ \t]*(\[)(?:[^\]\\]|\\.)+\]:`)
+	refDefRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:[ \t]*(?:>[ \t]?|[-+*][ \t]+|[0-9]{1,9}[.)][ \t]+))*[ \t]*(\[)(?:[^\]\\]|\\.)+\]:`)
+	})
 	// labelEndRE is "]:" on a line with no "[" before it: the end of a
 	// definition whose label began on an earlier line ("[r\nx]: url").
 	// Group 1 is the closing bracket.
-	labelEndRE = regexp.MustCompile(`^(?:[^\[\]\\]|\\.)*(\]):`)
+	labelEndRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[^\[\]\\]|\\.)*(\]):`) })
 	// htmlLinkRE starts an HTML element that links (CommonMark passes raw
 	// HTML through): <a href="https://evil.example">README.md:1</a> would
 	// show only its text wherever HTML is rendered.
-	htmlLinkRE = regexp.MustCompile(`^<(?i:a|area|img|form|iframe|link|base)[\s/>]`)
+	htmlLinkRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^<(?i:a|area|img|form|iframe|link|base)[\s/>]`) })
 	// slackLinkRE is Slack's <url|text> link token.
-	slackLinkRE = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>|]*\|[^<>]*>`)
+	slackLinkRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9+.-]*:[^\s<>|]*\|[^<>]*>`) })
 )
 
 // inlineHosts applies showLinkHosts to one line outside fenced code. Code
@@ -117,11 +120,11 @@ func inlineHosts(s string, homes []home) string {
 // starts with, defused, and returns its length, or 0 when s starts with
 // neither.
 func defuseTag(b *strings.Builder, s string) int {
-	if m := slackLinkRE.FindStringIndex(s); m != nil {
+	if m := slackLinkRE().FindStringIndex(s); m != nil {
 		b.WriteString("<" + zeroWidthSpace + s[1:m[1]])
 		return m[1]
 	}
-	if htmlLinkRE.MatchString(s) {
+	if htmlLinkRE().MatchString(s) {
 		b.WriteString("<" + zeroWidthSpace)
 		return 1
 	}

@@ -3,6 +3,7 @@ package render
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -13,14 +14,16 @@ import (
 // places that only accept mrkdwn (the notification fallback text).
 
 var (
-	headingRE   = regexp.MustCompile(`^ {0,3}#{1,6}(?:\s+(.*?))?(?:\s+#+)?\s*$`)
-	ruleRE      = regexp.MustCompile(`^ {0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$`)
-	bulletRE    = regexp.MustCompile(`^(\s*)[-*+]\s+(?:\[([ xX])\]\s+)?(.*)$`)
-	orderedRE   = regexp.MustCompile(`^(\s*)(\d{1,9})[.)]\s+(.*)$`)
-	quoteRE     = regexp.MustCompile(`^\s{0,3}>\s?(.*)$`)
-	tableSepRE  = regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$`)
-	autolinkRE  = regexp.MustCompile(`^<((?:https?://|mailto:)[^\s<>]+)>`)
-	linkURLOKRE = regexp.MustCompile(`^(?i:https?://|mailto:)`)
+	headingRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ {0,3}#{1,6}(?:\s+(.*?))?(?:\s+#+)?\s*$`) })
+	ruleRE    = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^ {0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$`)
+	})
+	bulletRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[-*+]\s+(?:\[([ xX])\]\s+)?(.*)$`) })
+	orderedRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)(\d{1,9})[.)]\s+(.*)$`) })
+	quoteRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s{0,3}>\s?(.*)$`) })
+	tableSepRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$`) })
+	autolinkRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^<((?:https?://|mailto:)[^\s<>]+)>`) })
+	linkURLOKRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?i:https?://|mailto:)`) })
 )
 
 // mrkdwnEscaper escapes the three characters Slack reserves for its own
@@ -60,7 +63,7 @@ func mrkdwnLines(lines []string) string {
 	var out []string
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
-		if strings.Contains(line, "|") && i+1 < len(lines) && strings.Contains(lines[i+1], "-") && tableSepRE.MatchString(lines[i+1]) {
+		if strings.Contains(line, "|") && i+1 < len(lines) && strings.Contains(lines[i+1], "-") && tableSepRE().MatchString(lines[i+1]) {
 			rows := [][]string{tableCells(line)}
 			i += 2
 			for ; i < len(lines) && strings.Contains(lines[i], "|"); i++ {
@@ -76,20 +79,20 @@ func mrkdwnLines(lines []string) string {
 }
 
 func mrkdwnLine(line string) string {
-	if m := headingRE.FindStringSubmatch(line); m != nil {
+	if m := headingRE().FindStringSubmatch(line); m != nil {
 		text := strings.NewReplacer("**", "", "__", "").Replace(m[1])
 		if text == "" {
 			return ""
 		}
 		return "*" + inlineMrkdwn(text) + "*"
 	}
-	if ruleRE.MatchString(line) {
+	if ruleRE().MatchString(line) {
 		return "──────────"
 	}
-	if m := quoteRE.FindStringSubmatch(line); m != nil {
+	if m := quoteRE().FindStringSubmatch(line); m != nil {
 		return "> " + mrkdwnLine(m[1])
 	}
-	if m := bulletRE.FindStringSubmatch(line); m != nil {
+	if m := bulletRE().FindStringSubmatch(line); m != nil {
 		mark := "• "
 		switch m[2] {
 		case " ":
@@ -99,7 +102,7 @@ func mrkdwnLine(line string) string {
 		}
 		return m[1] + mark + inlineMrkdwn(m[3])
 	}
-	if m := orderedRE.FindStringSubmatch(line); m != nil {
+	if m := orderedRE().FindStringSubmatch(line); m != nil {
 		return m[1] + m[2] + ". " + inlineMrkdwn(m[3])
 	}
 	return inlineMrkdwn(strings.TrimLeft(line, " \t"))
@@ -217,7 +220,7 @@ func mrkdwnToken(k mdscan.Kind, tok string) string {
 		}
 		return "`" + mrkdwnEscaper.Replace(code) + "`"
 	case mdscan.Autolink:
-		if m := autolinkRE.FindStringSubmatch(tok); m != nil {
+		if m := autolinkRE().FindStringSubmatch(tok); m != nil {
 			return "<" + linkURL(m[1]) + ">"
 		}
 	}
@@ -291,7 +294,7 @@ func isWordByte(s string, i int) bool {
 // its text.
 func mrkdwnLink(text, url string) string {
 	label := inlineMrkdwn(text)
-	if !linkURLOKRE.MatchString(url) {
+	if !linkURLOKRE().MatchString(url) {
 		if label == "" {
 			return mrkdwnEscaper.Replace(url)
 		}
