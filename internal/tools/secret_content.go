@@ -213,7 +213,8 @@ func (w *Workspace) stagedSecrets(ctx context.Context, set *secretBlobs) (staged
 		id, _, ok3 := strings.Cut(rest, " ")
 		// A denied name is refused as such already; left out, the set is
 		// empty in nearly every checkout, and holds costs nothing.
-		if ok && ok2 && ok3 && mode != "160000" && set.has(id) && !w.Denied(name) {
+		// git prints ids in lower case, as the set holds them.
+		if _, secret := set.ids[id]; secret && ok && ok2 && ok3 && mode != "160000" && !w.Denied(name) {
 			list[name] = struct{}{}
 		}
 	}
