@@ -316,6 +316,7 @@ func (m *Manager) checkout(ctx context.Context, r *repo, sha string) error {
 		os.RemoveAll(dir)
 		return err
 	}
+	m.warm(ctx, ws)
 	next := &snapshot{dir: dir, commit: sha, ws: ws, owned: true}
 	r.mu.Lock()
 	old := r.cur

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/index"
@@ -90,5 +91,57 @@ func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOneShotListsAPathCheckoutOnce: a one-shot Manager starts listing a
+// path checkout while it opens, before its lease, and that one listing
+// serves the lease's check against HEAD and the call's own Files. A
+// service lists when the lease is taken.
+func TestOneShotListsAPathCheckoutOnce(t *testing.T) {
+	real := index.Indexer{Options: index.Options{Ctags: "off"}}
+	r := gitexectest.Init(t, "")
+	head := r.Commit(gitexectest.Commit{Write: map[string]string{"a.go": "package a\n\nfunc Retry() {}\n"}})
+	spec := []Spec{{Name: "app", Path: r.Dir, Channels: []string{"*"}}}
+	data := t.TempDir()
+	built := newManager(t, spec, Options{Indexer: real, DataDir: data})
+	waitIndex(t, built, "app", head, IndexReady)
+	built.Close()
+	for _, tc := range []struct {
+		name    string
+		oneShot bool
+	}{{"one-shot", true}, {"service", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := gitLog(t)
+			lsFiles := func() int {
+				n := 0
+				for _, c := range calls() {
+					if strings.Contains(c, " ls-files ") {
+						n++
+					}
+				}
+				return n
+			}
+			m := newManager(t, spec, Options{Indexer: real, OneShot: tc.oneShot, DataDir: data})
+			waitIndex(t, m, "app", head, IndexReady)
+			before := lsFiles()
+			for deadline := time.Now().Add(10 * time.Second); tc.oneShot && before < 2 && time.Now().Before(deadline); before = lsFiles() {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if want := map[bool]int{true: 2, false: 0}[tc.oneShot]; before != want {
+				t.Errorf("%d ls-files calls before the lease, want %d", before, want)
+			}
+			l := acquire(t, m, "app")
+			defer l.Release()
+			if _, err := l.Workspace.Files(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if n := lsFiles(); n != 2 {
+				t.Errorf("%d ls-files calls, want one listing (2):\n%s", n, strings.Join(calls(), "\n"))
+			}
+			if _, ok := leaseIndex(t, l).Candidates([]string{"Retry"}, false); !ok {
+				t.Error("a clean checkout's index does not narrow")
+			}
+		})
 	}
 }

@@ -126,6 +126,10 @@ type Manager struct {
 	ix       *indexer // nil without Options.Indexer
 	presence *owner   // this process's mark in DataDir/procs, with an indexer
 
+	// started is when New began: a OneShot Manager's listings from then
+	// on are fresh enough for its one lease (see tools.Workspace.Warm).
+	started time.Time
+
 	// after is time.After; tests step Run's waits through it.
 	after func(time.Duration) <-chan time.Time
 }
@@ -216,7 +220,7 @@ func New(ctx context.Context, specs []Spec, opts Options) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{opts: opts, log: log.With("component", "repos"), specs: specs, repos: map[string]*repo{}, after: time.After}
+	m := &Manager{opts: opts, log: log.With("component", "repos"), specs: specs, repos: map[string]*repo{}, after: time.After, started: time.Now()}
 	if opts.Indexer != nil {
 		m.startIndexer(ctx)
 	}
@@ -305,6 +309,7 @@ func (m *Manager) openLocal(ctx context.Context, r *repo) error {
 		m.log.Info("serving a path repository without git history", "repo", r.spec.Name, "reason", err)
 		return nil
 	}
+	m.warm(ctx, ws)
 	// Both read by the calls that found the repository: no git runs here,
 	// and the first lease's HEAD is this one unless it has moved since.
 	if origin := strings.TrimSpace(ws.GitOrigin(ctx)); origin != "" {
@@ -313,6 +318,25 @@ func (m *Manager) openLocal(ctx context.Context, r *repo) error {
 	r.lastCommit = m.localCommit(ctx, ws)
 	m.indexCommit(r, r.lastCommit)
 	return nil
+}
+
+// warm starts listing a OneShot Manager's checkout while the rest opens:
+// its one call is about to need the listing, and its lease the check of
+// the files against HEAD that comes with it (see freshSince).
+func (m *Manager) warm(ctx context.Context, ws *tools.Workspace) {
+	if m.opts.OneShot {
+		ws.Warm(ctx)
+	}
+}
+
+// freshSince is how recent a listing must be for a lease of a path
+// checkout to take it as the files now: started by now, or, for a OneShot
+// Manager, since it opened (see warm).
+func (m *Manager) freshSince() time.Time {
+	if m.opts.OneShot {
+		return m.started
+	}
+	return time.Now()
 }
 
 // localGit runs git in a checkout's own repository, as its Workspace found

@@ -227,3 +227,35 @@ func TestOwnedWorktreeListing(t *testing.T) {
 		t.Errorf("want one ls-files and no walk for untracked files; git ran:\n%s", strings.Join(calls, "\n"))
 	}
 }
+
+// TestWarmListsOnceForTheLease: a listing Warm started is the one a
+// check against HEAD since then takes, and the one Files reuses; a check
+// that must be fresher lists again. Close stops a listing under way.
+func TestWarmListsOnceForTheLease(t *testing.T) {
+	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
+	wsGit(t, dir, "add", ".")
+	wsGit(t, dir, "commit", "-q", "-m", "init")
+	log := logGitCalls(t)
+	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
+	since := time.Now()
+	ws.Warm(t.Context())
+	if ws.DiffersFromHeadSince(t.Context(), since) {
+		t.Fatal("a clean checkout differs")
+	}
+	if got, err := ws.Files(t.Context()); err != nil || len(got) != 1 {
+		t.Fatalf("Files() = %q, %v", got, err)
+	}
+	if n := count(gitCalls(t, log), "ls-files"); n != 2 {
+		t.Fatalf("%d ls-files calls after Warm, a check and Files; want one listing (2)", n)
+	}
+	wsWriteFiles(t, dir, map[string]string{"b.go": "package a\n"})
+	if !ws.DiffersFromHead(t.Context()) {
+		t.Error("a check made after the warm listing took it, and missed a new file")
+	}
+
+	other := wsNew(t, dir, WorkspaceOptions{})
+	other.Warm(t.Context())
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -42,6 +42,9 @@ type filesCache struct {
 	// differs says whether the files differ from HEAD, when the listing
 	// was asked that (see DiffersFromHead); nil when it was not.
 	differs *bool
+	// started is when the listing started: an answer about the files
+	// from then on.
+	started time.Time
 }
 
 // Files returns every listable regular file and symlink in the checkout as
@@ -56,7 +59,7 @@ type filesCache struct {
 // The result is cached while the git index and HEAD are unchanged, for at
 // most WorkspaceOptions.FilesTTL. The returned slice is the caller's.
 func (w *Workspace) Files(ctx context.Context) ([]string, error) {
-	c, err := w.listing(ctx, false)
+	c, err := w.listing(ctx, time.Time{})
 	if err != nil {
 		return nil, err
 	}
@@ -71,14 +74,44 @@ func (w *Workspace) Files(ctx context.Context) ([]string, error) {
 // reuses that listing: the check and the listing a search needs are one
 // pair of git calls, not two.
 func (w *Workspace) DiffersFromHead(ctx context.Context) bool {
-	c, err := w.listing(ctx, true)
+	return w.DiffersFromHeadSince(ctx, time.Now())
+}
+
+// DiffersFromHeadSince is DiffersFromHead with the answer of a listing
+// that started at since or later, under way or done (see Warm), taken as
+// fresh.
+func (w *Workspace) DiffersFromHeadSince(ctx context.Context, since time.Time) bool {
+	c, err := w.listing(ctx, since)
 	return err != nil || c.differs == nil || *c.differs
 }
 
-// listing returns the checkout's listing: the cached one while it holds,
-// unless fresh is set, which also works out whether the files differ from
-// HEAD.
-func (w *Workspace) listing(ctx context.Context, fresh bool) (*filesCache, error) {
+// Warm starts listing the checkout in the background, checked against
+// HEAD unless it is Owned, so that a command that runs one call lists it
+// while it opens the rest (the code index, the lease) rather than after.
+// It ends with ctx, or Close.
+func (w *Workspace) Warm(ctx context.Context) {
+	since := time.Time{}
+	if !w.owned {
+		since = time.Now()
+	}
+	w.gitMu.Lock()
+	defer w.gitMu.Unlock()
+	if w.warm != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w.warm = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		_, _ = w.listing(ctx, since)
+	}()
+}
+
+// listing returns the checkout's listing. With a zero fresh, the cached
+// one while it holds; otherwise one started at fresh or later, which also
+// says whether the files differ from HEAD.
+func (w *Workspace) listing(ctx context.Context, fresh time.Time) (*filesCache, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
 	}
@@ -88,6 +121,7 @@ func (w *Workspace) listing(ctx context.Context, fresh bool) (*filesCache, error
 	case <-ctx.Done():
 		return nil, fmt.Errorf("list files: %w", ctx.Err())
 	}
+	head := !fresh.IsZero()
 	git, gerr := w.Git(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list files: %w", err)
@@ -96,16 +130,21 @@ func (w *Workspace) listing(ctx context.Context, fresh bool) (*filesCache, error
 		git = gitexec.Git{} // not a repository, or not its own: walk
 	}
 	key := cacheKey(git.GitDir)
-	if c := w.files; !fresh && c != nil && w.ttl > 0 && c.key == key && time.Since(c.at) < w.ttl {
-		return c, nil
+	if c := w.files; c != nil && c.key == key {
+		if !head && w.ttl > 0 && time.Since(c.at) < w.ttl {
+			return c, nil
+		}
+		if head && c.differs != nil && !c.started.Before(fresh) {
+			return c, nil
+		}
 	}
-	c := &filesCache{key: key}
+	c := &filesCache{key: key, started: time.Now()}
 	var err error
 	switch {
 	case git.GitDir != "" && w.owned:
 		err = w.ownedFiles(ctx, git, c)
 	case git.GitDir != "":
-		err = w.gitFiles(ctx, git, c, fresh)
+		err = w.gitFiles(ctx, git, c, head)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("git ls-files failed; walking the directory instead", "err", err)
 			*c = filesCache{key: key}

@@ -96,6 +96,7 @@ type Workspace struct {
 	secretsDir string // WorkspaceOptions.SecretsDir, absolute
 	owned      bool   // WorkspaceOptions.Owned
 	gitMu      sync.Mutex
+	warm       func()   // stops the listing Warm started (under gitMu)
 	repo       *gitRepo // nil until Git first answers
 }
 
@@ -172,7 +173,15 @@ func NewWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 func (w *Workspace) Dir() string { return w.dir }
 
 // Close releases the root directory handle.
-func (w *Workspace) Close() error { return w.root.Close() }
+func (w *Workspace) Close() error {
+	w.gitMu.Lock()
+	stop := w.warm
+	w.gitMu.Unlock()
+	if stop != nil {
+		stop() // a listing Warm started ends before the root closes
+	}
+	return w.root.Close()
+}
 
 // Denied reports whether rel (relative to the checkout, slash-separated)
 // is on the deny-list, itself or through a parent directory.
