@@ -359,7 +359,7 @@ func TestLeaseCheckReadsSecretsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	calls := gitLog(t)
+	calls := gitexectest.LogCalls(t)
 	c, err := l.CheckAnswer(t.Context(), answer.String())
 	if err != nil {
 		t.Fatal(err)

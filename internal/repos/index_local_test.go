@@ -112,16 +112,8 @@ func TestOneShotListsAPathCheckoutOnce(t *testing.T) {
 		oneShot bool
 	}{{"one-shot", true}, {"service", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			calls := gitLog(t)
-			lsFiles := func() int {
-				n := 0
-				for _, c := range calls() {
-					if strings.Contains(c, " ls-files ") {
-						n++
-					}
-				}
-				return n
-			}
+			calls := gitexectest.LogCalls(t)
+			lsFiles := func() int { return gitexectest.Count(calls(), "ls-files") }
 			m := newManager(t, spec, Options{Indexer: real, OneShot: tc.oneShot, DataDir: data})
 			waitIndex(t, m, "app", head, IndexReady)
 			before := lsFiles()

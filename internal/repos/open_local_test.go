@@ -2,41 +2,12 @@ package repos
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
-
-// gitLog puts a git first on PATH that logs each call askrepo makes (all
-// start with --no-pager; the fixtures' own do not) and runs the real one;
-// calls returns what it has logged so far.
-func gitLog(t *testing.T) (calls func() []string) {
-	t.Helper()
-	real, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git is not installed")
-	}
-	bin := t.TempDir()
-	log := filepath.Join(bin, "calls.log")
-	script := "#!/bin/sh\ncase \"$1\" in --no-pager) echo \"$*\" >> '" + log + "' ;; esac\nexec '" + real + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return func() []string {
-		b, err := os.ReadFile(log)
-		if os.IsNotExist(err) {
-			return nil
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Split(strings.TrimSpace(string(b)), "\n")
-	}
-}
 
 // Opening a path repository and taking its first lease, as a one-shot
 // command does, runs two git processes: one for the layout and HEAD, one
@@ -99,7 +70,7 @@ func TestPathRepositoryOpensWithTwoGitCalls(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, commit := tc.setup(t)
-			calls := gitLog(t)
+			calls := gitexectest.LogCalls(t)
 			m := newManager(t, []Spec{{Name: "local", Path: dir, Channels: []string{"*"}}}, Options{})
 			l := acquire(t, m, "local")
 			if l.Commit != commit || l.Remote != tc.wantRemote {
@@ -122,7 +93,7 @@ func TestPathRepositoryOpensWithTwoGitCalls(t *testing.T) {
 // before: each lease reports the commit git itself says HEAD is at.
 func TestPathLeaseSeesEveryHeadMove(t *testing.T) {
 	r := gitexectest.Init(t, "")
-	calls := gitLog(t)
+	calls := gitexectest.LogCalls(t)
 	m := newManager(t, []Spec{{Name: "local", Path: r.Dir, Channels: []string{"*"}}}, Options{})
 	commit := func(name string) func() {
 		return func() { r.Commit(gitexectest.Commit{Write: map[string]string{name: name + "\n"}}) }

@@ -4,11 +4,12 @@ package tools
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 )
 
 // TestDiffersFromHead: every way a checkout's files can differ from its
@@ -122,7 +123,7 @@ func TestListingRunsGitOnce(t *testing.T) {
 	wsGit(t, dir, "commit", "-q", "-m", "init")
 	wsGit(t, dir, "mv", "-f", ".env", "notes.txt")
 	wsGit(t, dir, "commit", "-q", "-m", "rename")
-	log := logGitCalls(t)
+	calls := gitexectest.LogCalls(t)
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	if ws.DiffersFromHead(t.Context()) {
 		t.Fatal("a clean checkout differs")
@@ -141,52 +142,13 @@ func TestListingRunsGitOnce(t *testing.T) {
 	if _, ok := staged["notes.txt"]; !ok {
 		t.Errorf("staged secrets = %v; want notes.txt, checked out from the .env blob", staged)
 	}
-	calls := gitCalls(t, log)
-	if n := count(calls, "ls-files"); n != 2 {
-		t.Errorf("%d ls-files calls, want 2 (tracked, untracked):\n%s", n, strings.Join(calls, "\n"))
+	ran := calls()
+	if n := gitexectest.Count(ran, "ls-files"); n != 2 {
+		t.Errorf("%d ls-files calls, want 2 (tracked, untracked):\n%s", n, strings.Join(ran, "\n"))
 	}
-	if n := count(calls, "status"); n != 0 {
+	if n := gitexectest.Count(ran, "status"); n != 0 {
 		t.Errorf("git status ran %d times; want none", n)
 	}
-}
-
-// logGitCalls puts a git first on PATH that logs each call's arguments,
-// one line per call, to the file it returns, then runs the real git.
-func logGitCalls(t *testing.T) string {
-	t.Helper()
-	real, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git is not installed")
-	}
-	bin := t.TempDir()
-	log := filepath.Join(bin, "calls")
-	script := "#!/bin/sh\necho \"$*\" >> '" + log + "'\nexec '" + real + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return log
-}
-
-// gitCalls reads the calls logGitCalls logged.
-func gitCalls(t *testing.T, log string) []string {
-	t.Helper()
-	b, err := os.ReadFile(log)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSpace(string(b)), "\n")
-}
-
-// count is how many calls ran the git command cmd.
-func count(calls []string, cmd string) int {
-	n := 0
-	for _, c := range calls {
-		if strings.Contains(" "+c+" ", " "+cmd+" ") {
-			n++
-		}
-	}
-	return n
 }
 
 // TestOwnedWorktreeListing: a worktree the caller checked out itself is
@@ -202,7 +164,7 @@ func TestOwnedWorktreeListing(t *testing.T) {
 	wt := filepath.Join(t.TempDir(), "wt")
 	wsGit(t, dir, "worktree", "add", "-q", "--detach", wt, "HEAD")
 	gitDir := filesGit(t, wt, "", "rev-parse", "--path-format=absolute", "--git-dir")
-	log := logGitCalls(t)
+	calls := gitexectest.LogCalls(t)
 	ws := wsNew(t, wt, WorkspaceOptions{GitDir: gitDir, Owned: true})
 	got, err := ws.Files(t.Context())
 	if err != nil {
@@ -222,9 +184,9 @@ func TestOwnedWorktreeListing(t *testing.T) {
 	if _, ok := staged["notes.txt"]; !ok {
 		t.Errorf("staged secrets = %v; want notes.txt, checked out from the .env blob", staged)
 	}
-	calls := gitCalls(t, log)
-	if n := count(calls, "ls-files"); n != 1 || count(calls, "--others") != 0 {
-		t.Errorf("want one ls-files and no walk for untracked files; git ran:\n%s", strings.Join(calls, "\n"))
+	ran := calls()
+	if n := gitexectest.Count(ran, "ls-files"); n != 1 || gitexectest.Count(ran, "--others") != 0 {
+		t.Errorf("want one ls-files and no walk for untracked files; git ran:\n%s", strings.Join(ran, "\n"))
 	}
 }
 
@@ -235,7 +197,7 @@ func TestWarmListsOnceForTheLease(t *testing.T) {
 	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
 	wsGit(t, dir, "add", ".")
 	wsGit(t, dir, "commit", "-q", "-m", "init")
-	log := logGitCalls(t)
+	calls := gitexectest.LogCalls(t)
 	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
 	since := time.Now()
 	ws.Warm(t.Context())
@@ -245,7 +207,7 @@ func TestWarmListsOnceForTheLease(t *testing.T) {
 	if got, err := ws.Files(t.Context()); err != nil || len(got) != 1 {
 		t.Fatalf("Files() = %q, %v", got, err)
 	}
-	if n := count(gitCalls(t, log), "ls-files"); n != 2 {
+	if n := gitexectest.Count(calls(), "ls-files"); n != 2 {
 		t.Fatalf("%d ls-files calls after Warm, a check and Files; want one listing (2)", n)
 	}
 	wsWriteFiles(t, dir, map[string]string{"b.go": "package a\n"})
