@@ -240,6 +240,15 @@ func TestAskReportsProgress(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("ask: %v %s", err, text(res))
 	}
+	// Notifications arrive on their own; the result can come first.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(heard)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	slices.Sort(heard)
