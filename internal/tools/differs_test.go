@@ -56,6 +56,20 @@ func TestDiffersFromHead(t *testing.T) {
 			wsWriteFiles(t, dir, map[string]string{".gitignore": "*.log\nb.txt\n"})
 			wsGit(t, dir, "add", ".gitignore")
 		}, true},
+		// The bits a checkout's owner sets to make git skip a file: the
+		// files on disk are what a search reads, whatever git says.
+		{"assume-unchanged file changed", func(t *testing.T, dir string) {
+			wsGit(t, dir, "update-index", "--assume-unchanged", "a.go")
+			wsWriteFiles(t, dir, map[string]string{"a.go": "package a // hidden edit\n"})
+		}, true},
+		{"skip-worktree file changed", func(t *testing.T, dir string) {
+			wsGit(t, dir, "update-index", "--skip-worktree", "a.go")
+			wsWriteFiles(t, dir, map[string]string{"a.go": "package a // hidden edit\n"})
+		}, true},
+		{"intent to add", func(t *testing.T, dir string) {
+			wsWriteFiles(t, dir, map[string]string{"c.go": "package a\n"})
+			wsGit(t, dir, "add", "-N", "c.go")
+		}, true},
 		{"unresolved merge", func(t *testing.T, dir string) {
 			blob := filesGit(t, dir, "", "hash-object", "-w", "a.go")
 			wsGit(t, dir, "rm", "-q", "--cached", "a.go")
