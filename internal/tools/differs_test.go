@@ -235,3 +235,43 @@ func TestWarmListsOnceForTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDiffersFromHeadStatSettings: the repository's config cannot make
+// git trust a stat it would otherwise check. A file rewritten in place
+// with the same size and its old mtime put back differs only in ctime,
+// which core.trustctime=false (or core.checkStat=minimal) tells git to
+// ignore; its content differs all the same.
+func TestDiffersFromHeadStatSettings(t *testing.T) {
+	for _, setting := range [][2]string{{"core.trustctime", "false"}, {"core.checkStat", "minimal"}} {
+		t.Run(setting[0], func(t *testing.T) {
+			dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
+			// The file is older than git's index by over a second, so
+			// git does not compare it as racily clean.
+			old := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(filepath.Join(dir, "a.go"), old, old); err != nil {
+				t.Fatal(err)
+			}
+			wsGit(t, dir, "add", ".")
+			wsGit(t, dir, "commit", "-q", "-m", "init")
+			wsGit(t, dir, "config", setting[0], setting[1])
+			// git keeps whole seconds of ctime: the rewrite must fall in
+			// a later second than the add for ctime to tell.
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+			f, err := os.OpenFile(filepath.Join(dir, "a.go"), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString("package b\n"); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if err := os.Chtimes(filepath.Join(dir, "a.go"), old, old); err != nil {
+				t.Fatal(err)
+			}
+			ws := wsNew(t, dir, WorkspaceOptions{})
+			if !ws.DiffersFromHead(t.Context()) {
+				t.Error("DiffersFromHead() = false for a file rewritten with its mtime put back")
+			}
+		})
+	}
+}

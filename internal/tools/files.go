@@ -216,7 +216,7 @@ func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git, c *filesCache
 	if head {
 		go func() { staged <- stagedChanges(ctx, git) }()
 	}
-	tracked, err := lsFiles(ctx, git, "-v", "--stage", "--deleted", "--modified")
+	tracked, err := lsFiles(ctx, statChecked(git), "-v", "--stage", "--deleted", "--modified")
 	o := <-others
 	if err == nil {
 		err = o.err
@@ -285,6 +285,15 @@ func (w *Workspace) ownedFiles(ctx context.Context, git gitexec.Git, c *filesCac
 	c.list = slices.DeleteFunc(slices.Compact(list), newDenyIndex(w.deny).denied)
 	c.tracked = out
 	return nil
+}
+
+// statChecked is git with every stat field it records checked, whatever
+// the repository's config says: with core.trustctime=false or
+// core.checkStat=minimal, a file rewritten in place at the same size with
+// its mtime put back would pass for unchanged, its content unread.
+func statChecked(git gitexec.Git) gitexec.Git {
+	git.Config = append(slices.Clip(git.Config), [2]string{"core.trustctime", "true"}, [2]string{"core.checkStat", "default"})
+	return git
 }
 
 // stagedChanges says whether git's index differs from HEAD (a change
