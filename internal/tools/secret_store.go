@@ -62,19 +62,18 @@ type secretFile struct {
 
 // secretStore reads and writes the file of one index.
 type secretStore struct {
-	path   string // "" keeps nothing
-	key    string
-	common string // the repository's common git directory
-	log    *slog.Logger
+	path string // "" keeps nothing
+	key  string
+	log  *slog.Logger
 }
 
-func newSecretStore(dir, key, common string, log *slog.Logger) secretStore {
+func newSecretStore(dir, key string, log *slog.Logger) secretStore {
 	if dir == "" {
 		return secretStore{}
 	}
 	sum := sha256.Sum256([]byte(key))
 	name := hex.EncodeToString(sum[:]) + ".v" + strconv.Itoa(secretFileVersion)
-	return secretStore{path: filepath.Join(dir, name), key: key, common: common, log: log}
+	return secretStore{path: filepath.Join(dir, name), key: key, log: log}
 }
 
 // load returns the covered commits and the set the file holds, or
@@ -166,12 +165,11 @@ func isObjectID(id string, n int) bool {
 
 // save writes the index's content to its file. A failure costs the next
 // process a walk, not a secret, so it is logged and otherwise ignored.
+// Nothing is saved for a shallow repository (see secretIndex.cover): its
+// history may grow under covered commits.
 func (s secretStore) save(covered map[string]struct{}, set *secretBlobs) {
 	if s.path == "" {
 		return
-	}
-	if _, err := os.Lstat(filepath.Join(s.common, "shallow")); err == nil {
-		return // see above: its history may grow under covered commits
 	}
 	err := s.write(covered, set)
 	switch {

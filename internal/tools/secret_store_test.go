@@ -354,3 +354,31 @@ func TestSecretIndexNoDataDir(t *testing.T) {
 		t.Errorf("the data directory was made (%v)", err)
 	}
 }
+
+// A shallow repository's history can grow under the commits walked: a
+// commit covered while the repository was shallow is walked again once
+// its history is whole, in the same process as in a new one.
+func TestSecretIndexShallowThenDeepened(t *testing.T) {
+	const secret = "DEPLOY_KEY=below-the-shallow-line\n"
+	for _, newProcess := range []bool{false, true} {
+		t.Run(fmt.Sprintf("new process %t", newProcess), func(t *testing.T) {
+			origin := newStoreRepo(t)
+			histCommits(t, origin.dir, []histCommit{
+				{who: bob, date: "2024-01-11T10:00:00+00:00", msg: "Add env", write: map[string]string{".env": secret}},
+				{who: bob, date: "2024-01-12T10:00:00+00:00", msg: "Drop env", remove: []string{".env"}},
+				{who: bob, date: "2024-01-13T10:00:00+00:00", msg: "Add notes", write: map[string]string{"notes.txt": secret}},
+			})
+			r := &storeRepo{dir: filepath.Join(t.TempDir(), "clone"), secrets: origin.secrets}
+			histGit(t, origin.dir, nil, "clone", "-q", "--depth", "1", "file://"+origin.dir, r.dir)
+			ws := r.process(t)
+			if set, _ := storeSecrets(t, ws); !set.empty() {
+				t.Fatalf("the shallow history has no secret, yet the set holds %v", set.ids)
+			}
+			histGit(t, r.dir, nil, "fetch", "-q", "--unshallow")
+			if newProcess {
+				ws = r.process(t)
+			}
+			assertRefused(t, ws, "notes.txt", strings.TrimSpace(secret))
+		})
+	}
+}
