@@ -264,7 +264,11 @@ func (g *gitCLI) collectSecrets(ctx context.Context, revs []string, stdin string
 	argv = append(argv, "--")
 	argv = append(argv, ":(top)")
 	deny := newDenyIndex(g.ws.deny)
-	err = g.run(ctx, gitRun{args: argv, stdin: stdin, read: func(r io.Reader) error {
+	// The walk reads each commit's parents from the commit itself, not
+	// from the repository's commit-graph file: that cache is trusted by
+	// git as it is, and one that lies cuts the history short.
+	noGraph := [][2]string{{"core.commitGraph", "false"}}
+	err = g.run(ctx, gitRun{args: argv, stdin: stdin, config: noGraph, read: func(r io.Reader) error {
 		br := bufio.NewReaderSize(r, 64<<10)
 		var meta string
 		for {

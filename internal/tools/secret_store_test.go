@@ -2,6 +2,8 @@ package tools
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -381,4 +383,64 @@ func TestSecretIndexShallowThenDeepened(t *testing.T) {
 			assertRefused(t, ws, "notes.txt", strings.TrimSpace(secret))
 		})
 	}
+}
+
+// A commit-graph file is a cache of each commit's parents that git trusts
+// over the commits themselves; a repository's own can lie. The secret
+// blobs come from the commits: a graph that cuts the history short hides
+// no secret, neither then nor, through the saved set, after it is gone.
+func TestSecretWalkIgnoresCommitGraph(t *testing.T) {
+	const secret = "SIGNING_KEY=hidden-by-a-forged-graph\n"
+	r := newStoreRepo(t)
+	ids := histCommits(t, r.dir, []histCommit{
+		{who: bob, date: "2024-01-11T10:00:00+00:00", msg: "Add env", write: map[string]string{".env": secret}},
+		{who: bob, date: "2024-01-12T10:00:00+00:00", msg: "Drop env", remove: []string{".env"}},
+		{who: bob, date: "2024-01-13T10:00:00+00:00", msg: "Add notes", write: map[string]string{"notes.txt": secret}},
+	})
+	if err := os.RemoveAll(filepath.Join(r.dir, ".git", "logs")); err != nil {
+		t.Fatal(err)
+	}
+	histGit(t, r.dir, nil, "commit-graph", "write", "--reachable")
+	graph := filepath.Join(r.dir, ".git", "objects", "info", "commit-graph")
+	forgeRootInGraph(t, graph, ids["Drop env"])
+	if n := strings.Count(histGit(t, r.dir, nil, "rev-list", "HEAD"), "\n"); n != 2 {
+		t.Fatalf("git walks %d commits through the forged graph, want 2", n)
+	}
+	assertRefused(t, r.process(t), "notes.txt", strings.TrimSpace(secret))
+	if err := os.Remove(graph); err != nil {
+		t.Fatal(err)
+	}
+	assertRefused(t, r.process(t), "notes.txt", strings.TrimSpace(secret))
+}
+
+// forgeRootInGraph rewrites the commit-graph file at path so that commit
+// id has no parent.
+func forgeRootInGraph(t *testing.T, path, id string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashLen := 20
+	if len(id) == 64 {
+		hashLen = 32
+	}
+	chunks := map[string]int{}
+	for i := range int(b[6]) {
+		e := b[8+12*i:]
+		chunks[string(e[:4])] = int(binary.BigEndian.Uint64(e[4:12]))
+	}
+	oidf, oidl, cdat := chunks["OIDF"], chunks["OIDL"], chunks["CDAT"]
+	n := int(binary.BigEndian.Uint32(b[oidf+255*4:]))
+	for i := range n {
+		if hex.EncodeToString(b[oidl+hashLen*i:oidl+hashLen*(i+1)]) == id {
+			rec := cdat + (hashLen+16)*i
+			binary.BigEndian.PutUint32(b[rec+hashLen:], 0x70000000) // no parent
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("commit %s is not in the graph", id)
 }
