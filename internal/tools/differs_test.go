@@ -275,3 +275,30 @@ func TestDiffersFromHeadStatSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffersFromHeadAfterHeadMoved: a listing taken as fresh since a
+// time answers for the commit HEAD was at then; once HEAD has moved
+// (update-ref, reset --soft: neither the index nor the HEAD file change),
+// the files are checked against the commit it is at now.
+func TestDiffersFromHeadAfterHeadMoved(t *testing.T) {
+	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
+	wsGit(t, dir, "add", ".")
+	wsGit(t, dir, "commit", "-q", "-m", "first")
+	first := strings.TrimSpace(filesGit(t, dir, "", "rev-parse", "HEAD"))
+	wsWriteFiles(t, dir, map[string]string{"a.go": "package a // second\n"})
+	wsGit(t, dir, "commit", "-q", "-a", "-m", "second")
+	ws := wsNew(t, dir, WorkspaceOptions{})
+	since := time.Now()
+	ws.Warm(t.Context())
+	if ws.DiffersFromHeadSince(t.Context(), since) {
+		t.Fatal("a clean checkout differs")
+	}
+	wsGit(t, dir, "update-ref", "refs/heads/main", first)
+	head, err := ws.GitHead(t.Context())
+	if err != nil || head != first {
+		t.Fatalf("GitHead() = %s, %v; want %s", head, err, first)
+	}
+	if !ws.DiffersFromHeadSince(t.Context(), since) {
+		t.Error("DiffersFromHeadSince() = false: the files are the second commit's, HEAD is at the first")
+	}
+}

@@ -40,8 +40,10 @@ type filesCache struct {
 	tracked string
 	tagged  bool
 	// differs says whether the files differ from HEAD, when the listing
-	// was asked that (see DiffersFromHead); nil when it was not.
+	// was asked that (see DiffersFromHead); nil when it was not. head is
+	// the commit HEAD was at then: the answer is about that commit.
 	differs *bool
+	head    string
 	// started is when the listing started: an answer about the files
 	// from then on.
 	started time.Time
@@ -134,7 +136,7 @@ func (w *Workspace) listing(ctx context.Context, fresh time.Time) (*filesCache, 
 		if !head && w.ttl > 0 && time.Since(c.at) < w.ttl {
 			return c, nil
 		}
-		if head && c.differs != nil && !c.started.Before(fresh) {
+		if head && c.differs != nil && !c.started.Before(fresh) && w.headAt(ctx, c.head) {
 			return c, nil
 		}
 	}
@@ -159,6 +161,16 @@ func (w *Workspace) listing(ctx context.Context, fresh time.Time) (*filesCache, 
 	c.at = time.Now()
 	w.files = c
 	return c, nil
+}
+
+// headAt says whether HEAD is still at commit: what a listing's check
+// against HEAD compared the files with. Neither the index nor the HEAD
+// file (cacheKey) changes when a branch is moved under a checkout
+// (update-ref, reset --soft), so it is asked (see GitHead: a few stats
+// while nothing moved).
+func (w *Workspace) headAt(ctx context.Context, commit string) bool {
+	now, err := w.GitHead(ctx)
+	return err == nil && commit != "" && now == commit
 }
 
 // cacheKey changes when a commit, checkout, pull or add rewrites the index
@@ -214,7 +226,14 @@ func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git, c *filesCache
 	}()
 	staged := make(chan bool, 1)
 	if head {
-		go func() { staged <- stagedChanges(ctx, git) }()
+		// The commit is read first, and the index compared with it: a
+		// HEAD moved later makes the answer stale (see listing).
+		commit, err := w.GitHead(ctx)
+		if err != nil {
+			commit = ""
+		}
+		c.head = commit
+		go func() { staged <- commit == "" || stagedChanges(ctx, git, commit) }()
 	}
 	tracked, err := lsFiles(ctx, statChecked(git), "-v", "--stage", "--deleted", "--modified")
 	o := <-others
@@ -296,11 +315,11 @@ func statChecked(git gitexec.Git) gitexec.Git {
 	return git
 }
 
-// stagedChanges says whether git's index differs from HEAD (a change
+// stagedChanges says whether git's index differs from commit (a change
 // staged and not committed), or git could not tell. Submodules are left
 // out, as the listing leaves them out.
-func stagedChanges(ctx context.Context, git gitexec.Git) bool {
-	cmd := git.Command(ctx, "diff-index", "--cached", "--quiet", "--ignore-submodules=all", "--no-ext-diff", "--no-textconv", "HEAD", "--")
+func stagedChanges(ctx context.Context, git gitexec.Git, commit string) bool {
+	cmd := git.Command(ctx, "diff-index", "--cached", "--quiet", "--ignore-submodules=all", "--no-ext-diff", "--no-textconv", commit, "--")
 	return cmd.Run() != nil // exit 1: they differ; anything else: unknown
 }
 
