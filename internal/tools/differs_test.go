@@ -281,12 +281,13 @@ func TestDiffersFromHeadStatSettings(t *testing.T) {
 // (update-ref, reset --soft: neither the index nor the HEAD file change),
 // the files are checked against the commit it is at now.
 func TestDiffersFromHeadAfterHeadMoved(t *testing.T) {
-	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
-	wsGit(t, dir, "add", ".")
-	wsGit(t, dir, "commit", "-q", "-m", "first")
-	first := strings.TrimSpace(filesGit(t, dir, "", "rev-parse", "HEAD"))
-	wsWriteFiles(t, dir, map[string]string{"a.go": "package a // second\n"})
-	wsGit(t, dir, "commit", "-q", "-a", "-m", "second")
+	dir := t.TempDir()
+	wsGit(t, dir, "init", "-q", "-b", "main")
+	ids := histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "first", write: map[string]string{"a.go": "package a\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "second", write: map[string]string{"a.go": "package a // second\n"}},
+	})
+	first := ids["first"]
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	since := time.Now()
 	ws.Warm(t.Context())
