@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -88,10 +89,12 @@ func (s secretStore) load() (covered []string, set *secretBlobs) {
 		return nil, nil
 	}
 	if err == nil {
+		defer f.Close()
+		err = private(f, filepath.Dir(s.path))
+	}
+	if err == nil {
 		var body []byte
-		body, err = io.ReadAll(io.LimitReader(f, secretFileLimit+1))
-		f.Close()
-		if err == nil {
+		if body, err = io.ReadAll(io.LimitReader(f, secretFileLimit+1)); err == nil {
 			covered, set, err = s.decode(body)
 		}
 	}
@@ -100,6 +103,37 @@ func (s secretStore) load() (covered []string, set *secretBlobs) {
 		return nil, nil
 	}
 	return covered, set
+}
+
+// private says why the open file f, in directory dir, may be someone
+// else's than the service's, or nil: a checksum proves a file whole, not
+// who wrote it, and a file planted by another user could claim every
+// commit covered with no secret blob. The directory must be a real one
+// (not a symlink), and neither it nor the file writable by group or
+// others. Windows keeps no such bits.
+func private(f *os.File, dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	di, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return err
+	case !di.IsDir():
+		return errors.New("its directory is not a directory of its own (a symlink?)")
+	case di.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("its directory can be written by others (mode %v); make it 0700", di.Mode().Perm())
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return errors.New("not a regular file")
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("it can be written by others (mode %v)", fi.Mode().Perm())
+	}
+	return nil
 }
 
 // decode checks a file whole and turns it into an index's content.

@@ -444,3 +444,53 @@ func forgeRootInGraph(t *testing.T, path, id string) {
 	}
 	t.Fatalf("commit %s is not in the graph", id)
 }
+
+// A file of secret blobs that someone other than the service could have
+// written (in a directory, or itself, writable by group or others) is
+// not trusted: its checksum proves it whole, not whose it is.
+func TestSecretIndexFileOthersCanWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dir, file os.FileMode
+	}{
+		{"directory writable by all", 0o777, 0o600},
+		{"shared /tmp-like directory", 0o1777, 0o600},
+		{"file writable by its group", 0o700, 0o620},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newStoreRepo(t)
+			r.commit(t, "Add env", map[string]string{".env": storeSecretText})
+			ws := r.process(t)
+			storeSecrets(t, ws)
+			path := ws.secrets.idx.store.path
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Planted: every commit covered, no secret blob.
+			_, body, _ := strings.Cut(string(data), "\n")
+			var sf secretFile
+			if err := json.Unmarshal([]byte(body), &sf); err != nil {
+				t.Fatal(err)
+			}
+			sf.IDs, sf.Sizes, sf.MaxSize, sf.IDLen = nil, nil, 0, 0
+			forged, err := json.Marshal(sf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			planted := fmt.Appendf(nil, "%s%d %x\n%s", secretFileMagic, secretFileVersion, sha256.Sum256(forged), forged)
+			if err := os.WriteFile(path, planted, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, tc.file); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(filepath.Dir(path), tc.dir); err != nil {
+				t.Fatal(err)
+			}
+			ws = r.process(t)
+			wsWriteFiles(t, r.dir, map[string]string{"notes.txt": storeSecretText})
+			assertRefused(t, ws, "notes.txt", "API_TOKEN=kept-between-processes")
+		})
+	}
+}
