@@ -234,25 +234,12 @@ func TestSecretIndexFileIgnored(t *testing.T) {
 		{"not a file of ours", func(*testing.T, []byte, secretFile) []byte { return []byte("{}\n{}") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newStoreRepo(t)
-			r.commit(t, "Add env", map[string]string{".env": storeSecretText})
-			ws := r.process(t)
-			storeSecrets(t, ws)
-			path := ws.secrets.idx.store.path
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, body, _ := strings.Cut(string(data), "\n")
-			var sf secretFile
-			if err := json.Unmarshal([]byte(body), &sf); err != nil {
-				t.Fatal(err)
-			}
+			r, path, data, sf := savedSecretFile(t)
 			if err := os.WriteFile(path, tc.mangle(t, data, sf), 0o600); err != nil {
 				t.Fatal(err)
 			}
 
-			ws = r.process(t)
+			ws := r.process(t)
 			wsWriteFiles(t, r.dir, map[string]string{"notes.txt": storeSecretText})
 			assertRefused(t, ws, "notes.txt", "API_TOKEN=kept-between-processes")
 			if _, walks := storeSecrets(t, ws); walks != 1 {
@@ -263,6 +250,26 @@ func TestSecretIndexFileIgnored(t *testing.T) {
 			}
 		})
 	}
+}
+
+// savedSecretFile is a repository with a secret in its history whose
+// set a process saved: the file's path, its bytes and its body.
+func savedSecretFile(t *testing.T) (r *storeRepo, path string, data []byte, sf secretFile) {
+	t.Helper()
+	r = newStoreRepo(t)
+	r.commit(t, "Add env", map[string]string{".env": storeSecretText})
+	ws := r.process(t)
+	storeSecrets(t, ws)
+	path = ws.secrets.idx.store.path
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(data), "\n")
+	if err := json.Unmarshal([]byte(body), &sf); err != nil {
+		t.Fatal(err)
+	}
+	return r, path, data, sf
 }
 
 // A file larger than what is read is ignored, not read in part.
@@ -458,21 +465,8 @@ func TestSecretIndexFileOthersCanWrite(t *testing.T) {
 		{"file writable by its group", 0o700, 0o620},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newStoreRepo(t)
-			r.commit(t, "Add env", map[string]string{".env": storeSecretText})
-			ws := r.process(t)
-			storeSecrets(t, ws)
-			path := ws.secrets.idx.store.path
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, path, _, sf := savedSecretFile(t)
 			// Planted: every commit covered, no secret blob.
-			_, body, _ := strings.Cut(string(data), "\n")
-			var sf secretFile
-			if err := json.Unmarshal([]byte(body), &sf); err != nil {
-				t.Fatal(err)
-			}
 			sf.IDs, sf.Sizes, sf.MaxSize, sf.IDLen = nil, nil, 0, 0
 			forged, err := json.Marshal(sf)
 			if err != nil {
@@ -488,7 +482,7 @@ func TestSecretIndexFileOthersCanWrite(t *testing.T) {
 			if err := os.Chmod(filepath.Dir(path), tc.dir); err != nil {
 				t.Fatal(err)
 			}
-			ws = r.process(t)
+			ws := r.process(t)
 			wsWriteFiles(t, r.dir, map[string]string{"notes.txt": storeSecretText})
 			assertRefused(t, ws, "notes.txt", "API_TOKEN=kept-between-processes")
 		})
