@@ -3,7 +3,6 @@ package repos
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/askrepo/askrepo/internal/cite"
@@ -203,7 +202,7 @@ func (m *Manager) discard(r *repo, s *snapshot) {
 	keep := s.keep
 	r.mu.Unlock()
 	if !keep {
-		if err := os.RemoveAll(s.dir); err != nil {
+		if err := removeWorktrees(s.dir); err != nil {
 			m.log.Warn("remove an outdated worktree", "repo", r.spec.Name, "dir", s.dir, "err", err)
 		}
 	}

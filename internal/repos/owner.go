@@ -231,9 +231,33 @@ func adoptable(dir, gd, sha string) error {
 }
 
 func (m *Manager) removeTree(r *repo, p string) {
-	if err := os.RemoveAll(p); err != nil {
+	if err := removeWorktrees(p); err != nil {
 		m.log.Warn("remove a worktree left by an earlier run", "repo", r.spec.Name, "dir", p, "err", err)
 	}
 }
 
 func shortSHA(sha string) string { return sha[:min(12, len(sha))] }
+
+// removeWorktrees removes p: a worktree, an owner directory of them, or
+// anything else left under trees/. The .git file of each worktree goes
+// first, so that a removal cut short (the process killed while it
+// deletes thousands of files) never leaves part of a worktree that still
+// looks complete to adopt (see adoptable); the next sweep removes the
+// rest. No symlink is followed.
+func removeWorktrees(p string) error {
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+		_ = os.Remove(filepath.Join(p, ".git"))
+		if ents, err := os.ReadDir(p); err == nil {
+			for _, e := range ents {
+				if e.IsDir() {
+					_ = os.Remove(filepath.Join(p, e.Name(), ".git"))
+				}
+			}
+		}
+	}
+	return removeAll(p)
+}
+
+// removeAll is os.RemoveAll; a test cuts it short, as the end of a
+// process killed while it removes a worktree does.
+var removeAll = os.RemoveAll

@@ -410,3 +410,43 @@ func TestOneShotReuseRunsLittleGit(t *testing.T) {
 		t.Errorf("%d git calls on the clone, want at most 3 (its URL, that it is bare, its tip):\n%s", onClone, calls)
 	}
 }
+
+// TestOneShotSkipsAWorktreeHalfRemoved: a process killed while it removed
+// a worktree (its Close, a sweep) leaves part of the files, at a commit a
+// one-shot process may want; that worktree must not pass for complete.
+func TestOneShotSkipsAWorktreeHalfRemoved(t *testing.T) {
+	_, first, data, spec := sharedData(t, map[string]string{"f": "1", "g": "2"})
+	svc := newManager(t, spec, Options{DataDir: data})
+	l := acquire(t, svc, "r")
+	left := l.Dir
+	l.Release()
+	// The removal gets as far as the first entry it deletes other than
+	// the .git file, then the process is killed.
+	removeAll = func(p string) error {
+		if ents, err := os.ReadDir(p); err == nil {
+			for _, e := range ents {
+				if e.Name() != ".git" {
+					return os.RemoveAll(filepath.Join(p, e.Name()))
+				}
+			}
+		}
+		return nil
+	}
+	svc.Close()
+	removeAll = os.RemoveAll
+	if _, err := os.Stat(left); err != nil {
+		t.Fatalf("the removal cut short left nothing: %v", err)
+	}
+
+	m := newManager(t, spec, Options{DataDir: data, OneShot: true, SyncEvery: time.Hour})
+	l = acquire(t, m, "r")
+	defer l.Release()
+	if l.Commit != first {
+		t.Fatalf("Commit = %s, want %s", l.Commit, first)
+	}
+	for _, f := range []string{"f", "g"} {
+		if _, err := os.Stat(filepath.Join(l.Dir, f)); err != nil {
+			t.Errorf("the lease's worktree %s (left at %s) misses %s: %v", l.Dir, left, f, err)
+		}
+	}
+}

@@ -56,6 +56,20 @@ func TestDiffersFromHead(t *testing.T) {
 			wsWriteFiles(t, dir, map[string]string{".gitignore": "*.log\nb.txt\n"})
 			wsGit(t, dir, "add", ".gitignore")
 		}, true},
+		// The bits a checkout's owner sets to make git skip a file: the
+		// files on disk are what a search reads, whatever git says.
+		{"assume-unchanged file changed", func(t *testing.T, dir string) {
+			wsGit(t, dir, "update-index", "--assume-unchanged", "a.go")
+			wsWriteFiles(t, dir, map[string]string{"a.go": "package a // hidden edit\n"})
+		}, true},
+		{"skip-worktree file changed", func(t *testing.T, dir string) {
+			wsGit(t, dir, "update-index", "--skip-worktree", "a.go")
+			wsWriteFiles(t, dir, map[string]string{"a.go": "package a // hidden edit\n"})
+		}, true},
+		{"intent to add", func(t *testing.T, dir string) {
+			wsWriteFiles(t, dir, map[string]string{"c.go": "package a\n"})
+			wsGit(t, dir, "add", "-N", "c.go")
+		}, true},
 		{"unresolved merge", func(t *testing.T, dir string) {
 			blob := filesGit(t, dir, "", "hash-object", "-w", "a.go")
 			wsGit(t, dir, "rm", "-q", "--cached", "a.go")
@@ -219,5 +233,73 @@ func TestWarmListsOnceForTheLease(t *testing.T) {
 	other.Warm(t.Context())
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDiffersFromHeadStatSettings: the repository's config cannot make
+// git trust a stat it would otherwise check. A file rewritten in place
+// with the same size and its old mtime put back differs only in ctime,
+// which core.trustctime=false (or core.checkStat=minimal) tells git to
+// ignore; its content differs all the same.
+func TestDiffersFromHeadStatSettings(t *testing.T) {
+	for _, setting := range [][2]string{{"core.trustctime", "false"}, {"core.checkStat", "minimal"}} {
+		t.Run(setting[0], func(t *testing.T) {
+			dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
+			// The file is older than git's index by over a second, so
+			// git does not compare it as racily clean.
+			old := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(filepath.Join(dir, "a.go"), old, old); err != nil {
+				t.Fatal(err)
+			}
+			wsGit(t, dir, "add", ".")
+			wsGit(t, dir, "commit", "-q", "-m", "init")
+			wsGit(t, dir, "config", setting[0], setting[1])
+			// git keeps whole seconds of ctime: the rewrite must fall in
+			// a later second than the add for ctime to tell.
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
+			f, err := os.OpenFile(filepath.Join(dir, "a.go"), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString("package b\n"); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if err := os.Chtimes(filepath.Join(dir, "a.go"), old, old); err != nil {
+				t.Fatal(err)
+			}
+			ws := wsNew(t, dir, WorkspaceOptions{})
+			if !ws.DiffersFromHead(t.Context()) {
+				t.Error("DiffersFromHead() = false for a file rewritten with its mtime put back")
+			}
+		})
+	}
+}
+
+// TestDiffersFromHeadAfterHeadMoved: a listing taken as fresh since a
+// time answers for the commit HEAD was at then; once HEAD has moved
+// (update-ref, reset --soft: neither the index nor the HEAD file change),
+// the files are checked against the commit it is at now.
+func TestDiffersFromHeadAfterHeadMoved(t *testing.T) {
+	dir := t.TempDir()
+	wsGit(t, dir, "init", "-q", "-b", "main")
+	ids := histCommits(t, dir, []histCommit{
+		{who: alice, date: "2024-01-10T10:00:00+00:00", msg: "first", write: map[string]string{"a.go": "package a\n"}},
+		{who: alice, date: "2024-01-11T10:00:00+00:00", msg: "second", write: map[string]string{"a.go": "package a // second\n"}},
+	})
+	first := ids["first"]
+	ws := wsNew(t, dir, WorkspaceOptions{})
+	since := time.Now()
+	ws.Warm(t.Context())
+	if ws.DiffersFromHeadSince(t.Context(), since) {
+		t.Fatal("a clean checkout differs")
+	}
+	wsGit(t, dir, "update-ref", "refs/heads/main", first)
+	head, err := ws.GitHead(t.Context())
+	if err != nil || head != first {
+		t.Fatalf("GitHead() = %s, %v; want %s", head, err, first)
+	}
+	if !ws.DiffersFromHeadSince(t.Context(), since) {
+		t.Error("DiffersFromHeadSince() = false: the files are the second commit's, HEAD is at the first")
 	}
 }

@@ -35,13 +35,15 @@ type filesCache struct {
 	key  string
 	at   time.Time
 	// tracked is git's record of every tracked file (ls-files --stage
-	// output, with -t's tags when tagged), read by stagedSecrets while
+	// output, with -v's tags when tagged), read by stagedSecrets while
 	// key holds; "" outside git.
 	tracked string
 	tagged  bool
 	// differs says whether the files differ from HEAD, when the listing
-	// was asked that (see DiffersFromHead); nil when it was not.
+	// was asked that (see DiffersFromHead); nil when it was not. head is
+	// the commit HEAD was at then: the answer is about that commit.
 	differs *bool
+	head    string
 	// started is when the listing started: an answer about the files
 	// from then on.
 	started time.Time
@@ -134,7 +136,7 @@ func (w *Workspace) listing(ctx context.Context, fresh time.Time) (*filesCache, 
 		if !head && w.ttl > 0 && time.Since(c.at) < w.ttl {
 			return c, nil
 		}
-		if head && c.differs != nil && !c.started.Before(fresh) {
+		if head && c.differs != nil && !c.started.Before(fresh) && w.headAt(ctx, c.head) {
 			return c, nil
 		}
 	}
@@ -161,6 +163,16 @@ func (w *Workspace) listing(ctx context.Context, fresh time.Time) (*filesCache, 
 	return c, nil
 }
 
+// headAt says whether HEAD is still at commit: what a listing's check
+// against HEAD compared the files with. Neither the index nor the HEAD
+// file (cacheKey) changes when a branch is moved under a checkout
+// (update-ref, reset --soft), so it is asked (see GitHead: a few stats
+// while nothing moved).
+func (w *Workspace) headAt(ctx context.Context, commit string) bool {
+	now, err := w.GitHead(ctx)
+	return err == nil && commit != "" && now == commit
+}
+
 // cacheKey changes when a commit, checkout, pull or add rewrites the index
 // or moves HEAD.
 func cacheKey(gitDir string) string {
@@ -185,7 +197,7 @@ func cacheKey(gitDir string) string {
 // the other walks the tree for untracked files that are not ignored (the
 // larger part, about 20 ms for 12k files). Besides the names, git says
 // what each tracked entry is, which saves a stat per file in this process
-// (for a large checkout that used to be most of the cost of a listing): -t
+// (for a large checkout that used to be most of the cost of a listing): -v
 // tags tracked files deleted from disk (R, listed once more as a second
 // entry) and, with --modified, changed ones (C, likewise), --stage gives
 // the mode, which marks submodules (160000, directories, never listed).
@@ -196,7 +208,10 @@ func cacheKey(gitDir string) string {
 //
 // With head set, a third call compares the index with HEAD, and c.differs
 // says whether anything differs from HEAD: what git status would show,
-// without status's own walk (or its rewriting the index).
+// without status's own walk (or its rewriting the index), and more: a file
+// git was told to skip (assume-unchanged, or skip-worktree yet on disk)
+// counts as differing, since git would not see an edit to it and a search
+// reads it from disk.
 func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git, c *filesCache, head bool) error {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
@@ -211,9 +226,16 @@ func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git, c *filesCache
 	}()
 	staged := make(chan bool, 1)
 	if head {
-		go func() { staged <- stagedChanges(ctx, git) }()
+		// The commit is read first, and the index compared with it: a
+		// HEAD moved later makes the answer stale (see listing).
+		commit, err := w.GitHead(ctx)
+		if err != nil {
+			commit = ""
+		}
+		c.head = commit
+		go func() { staged <- commit == "" || stagedChanges(ctx, git, commit) }()
 	}
-	tracked, err := lsFiles(ctx, git, "-t", "--stage", "--deleted", "--modified")
+	tracked, err := lsFiles(ctx, statChecked(git), "-v", "--stage", "--deleted", "--modified")
 	o := <-others
 	if err == nil {
 		err = o.err
@@ -247,7 +269,7 @@ func (w *Workspace) gitFiles(ctx context.Context, git gitexec.Git, c *filesCache
 		// ls-files compares the content of a file whose stat alone
 		// changed (touched, rewritten with the same bytes) before it
 		// calls it modified.
-		differs := untracked || len(t.deleted) > 0 || len(t.modified) > 0 || t.unmerged || <-staged
+		differs := untracked || len(t.deleted) > 0 || len(t.modified) > 0 || t.unmerged || t.unchecked || <-staged
 		c.differs = &differs
 	}
 	return nil
@@ -284,11 +306,20 @@ func (w *Workspace) ownedFiles(ctx context.Context, git gitexec.Git, c *filesCac
 	return nil
 }
 
-// stagedChanges says whether git's index differs from HEAD (a change
+// statChecked is git with every stat field it records checked, whatever
+// the repository's config says: with core.trustctime=false or
+// core.checkStat=minimal, a file rewritten in place at the same size with
+// its mtime put back would pass for unchanged, its content unread.
+func statChecked(git gitexec.Git) gitexec.Git {
+	git.Config = append(slices.Clip(git.Config), [2]string{"core.trustctime", "true"}, [2]string{"core.checkStat", "default"})
+	return git
+}
+
+// stagedChanges says whether git's index differs from commit (a change
 // staged and not committed), or git could not tell. Submodules are left
 // out, as the listing leaves them out.
-func stagedChanges(ctx context.Context, git gitexec.Git) bool {
-	cmd := git.Command(ctx, "diff-index", "--cached", "--quiet", "--ignore-submodules=all", "--no-ext-diff", "--no-textconv", "HEAD", "--")
+func stagedChanges(ctx context.Context, git gitexec.Git, commit string) bool {
+	cmd := git.Command(ctx, "diff-index", "--cached", "--quiet", "--ignore-submodules=all", "--no-ext-diff", "--no-textconv", commit, "--")
 	return cmd.Run() != nil // exit 1: they differ; anything else: unknown
 }
 
@@ -308,18 +339,23 @@ func lsFiles(ctx context.Context, git gitexec.Git, args ...string) (string, erro
 	return string(out), nil
 }
 
-// trackedFiles is what `git ls-files -z -t --stage --deleted --modified`
+// trackedFiles is what `git ls-files -z -v --stage --deleted --modified`
 // says of the tracked files.
 type trackedFiles struct {
 	list     []string // to list: not yet sorted, possibly repeated
 	deleted  []string // deleted from disk
 	modified []string // whose stat differs from the index's (content maybe not)
 	unmerged bool     // a file is in an unresolved merge
+	// unchecked says that a file git was told not to look at (marked
+	// assume-unchanged, or skip-worktree and on disk) is there, and may
+	// hold anything: git reports no change to it.
+	unchecked bool
 }
 
-// parseLsFiles reads the output of `git ls-files -z -t --stage --deleted
+// parseLsFiles reads the output of `git ls-files -z -v --stage --deleted
 // --modified`, run in dir. Records read "<tag> <mode> <object>
-// <stage>\t<path>".
+// <stage>\t<path>"; -v's tag is -t's, in lower case for a file marked
+// assume-unchanged, which git neither checks on disk nor reports modified.
 func parseLsFiles(out, dir string) (trackedFiles, error) {
 	var t trackedFiles
 	for rec := range strings.SplitSeq(out, "\x00") {
@@ -330,6 +366,10 @@ func parseLsFiles(out, dir string) (trackedFiles, error) {
 		meta, name, ok2 := strings.Cut(rest, "\t")
 		if !ok || !ok2 || len(tag) != 1 {
 			return trackedFiles{}, fmt.Errorf("git ls-files: unexpected record %q", rec)
+		}
+		if upper := strings.ToUpper(tag); upper != tag {
+			tag = upper
+			t.unchecked = t.unchecked || !strings.HasPrefix(meta, "160000 ")
 		}
 		switch {
 		case strings.HasPrefix(meta, "160000 "):
@@ -342,6 +382,7 @@ func parseLsFiles(out, dir string) (trackedFiles, error) {
 			// git never looks at skip-worktree files on disk.
 			if fi, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(name))); err == nil && (fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
 				t.list = append(t.list, name)
+				t.unchecked = true
 			}
 		default:
 			t.unmerged = t.unmerged || tag == "M"

@@ -80,6 +80,9 @@ var errStopReading = errors.New("stop reading")
 type gitRun struct {
 	args  []string // git's arguments, after the ones gitexec adds
 	stdin string
+	// config is set for this call, over the repository's and the
+	// operator's settings.
+	config [][2]string
 	// read consumes stdout. Returning errStopReading kills git and ends
 	// the call without error; any other error kills git and is returned.
 	read func(io.Reader) error
@@ -106,6 +109,9 @@ func (g *gitCLI) run(ctx context.Context, r gitRun) error {
 		return err
 	}
 	git.Binary = g.opts.Binary
+	if len(r.config) > 0 {
+		git.Config = append(slices.Clip(git.Config), r.config...)
+	}
 	cctx, kill := context.WithCancel(ctx)
 	defer kill()
 	cmd := git.Command(cctx, r.args...)

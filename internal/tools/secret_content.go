@@ -223,7 +223,7 @@ func (w *Workspace) stagedSecrets(ctx context.Context, set *secretBlobs) (staged
 }
 
 // trackedListing is the tracked files' records of the cached listing when
-// it was read from the index key names (tagged: with ls-files -t's tags),
+// it was read from the index key names (tagged: with ls-files -v's tags),
 // else "". A listing under way (a search lists its files while it reads
 // the secret blobs) is waited for: its records save a git call.
 func (w *Workspace) trackedListing(ctx context.Context, key string) (out string, tagged bool) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -37,6 +39,8 @@ type secretIndex struct {
 	// read, which happens once, on the index's first use.
 	store  secretStore
 	loaded bool
+	// common is the repository's common git directory.
+	common string
 	// walks counts the walks of the history, for the tests.
 	walks int
 }
@@ -174,7 +178,7 @@ func (g *gitCLI) secretIndex(ctx context.Context) (*secretIndex, error) {
 	defer secretIndexes.Unlock()
 	idx := secretIndexes.m[key.String()]
 	if idx == nil {
-		idx = &secretIndex{covered: map[string]struct{}{}, store: newSecretStore(g.ws.secretsDir, key.String(), common, g.ws.log)}
+		idx = &secretIndex{covered: map[string]struct{}{}, common: common, store: newSecretStore(g.ws.secretsDir, key.String(), g.ws.log)}
 		secretIndexes.m[key.String()] = idx
 	}
 	c.idx = idx
@@ -212,11 +216,18 @@ func (x *secretIndex) cover(ctx context.Context, g *gitCLI, tips []string) (*sec
 		in.WriteString("^" + t + "\n")
 	}
 	x.walks++
+	// A shallow history ends early and may later grow under the tips:
+	// walked while the repository is (or turns) shallow, they are not
+	// covered, and are walked again next time.
+	shallow := isShallow(x.common)
 	extra, err := g.collectSecrets(ctx, []string{"--reflog", "--stdin"}, in.String())
 	if err != nil {
 		return nil, err
 	}
 	x.set = x.set.merge(extra)
+	if shallow || isShallow(x.common) {
+		return x.set, nil
+	}
 	if len(x.covered)+len(fresh) > maxCovered {
 		clear(x.covered)
 		fresh = tips
@@ -253,7 +264,11 @@ func (g *gitCLI) collectSecrets(ctx context.Context, revs []string, stdin string
 	argv = append(argv, "--")
 	argv = append(argv, ":(top)")
 	deny := newDenyIndex(g.ws.deny)
-	err = g.run(ctx, gitRun{args: argv, stdin: stdin, read: func(r io.Reader) error {
+	// The walk reads each commit's parents from the commit itself, not
+	// from the repository's commit-graph file: that cache is trusted by
+	// git as it is, and one that lies cuts the history short.
+	noGraph := [][2]string{{"core.commitGraph", "false"}}
+	err = g.run(ctx, gitRun{args: argv, stdin: stdin, config: noGraph, read: func(r io.Reader) error {
 		br := bufio.NewReaderSize(r, 64<<10)
 		var meta string
 		for {
@@ -344,4 +359,11 @@ func (g *gitCLI) blobSizes(ctx context.Context, set *secretBlobs) error {
 			return sc.Err()
 		},
 	})
+}
+
+// isShallow says whether the repository of the common git directory
+// common is shallow, or may be: its history ends at grafted commits.
+func isShallow(common string) bool {
+	_, err := os.Lstat(filepath.Join(common, "shallow"))
+	return !errors.Is(err, fs.ErrNotExist)
 }

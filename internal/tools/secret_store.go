@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -62,19 +63,18 @@ type secretFile struct {
 
 // secretStore reads and writes the file of one index.
 type secretStore struct {
-	path   string // "" keeps nothing
-	key    string
-	common string // the repository's common git directory
-	log    *slog.Logger
+	path string // "" keeps nothing
+	key  string
+	log  *slog.Logger
 }
 
-func newSecretStore(dir, key, common string, log *slog.Logger) secretStore {
+func newSecretStore(dir, key string, log *slog.Logger) secretStore {
 	if dir == "" {
 		return secretStore{}
 	}
 	sum := sha256.Sum256([]byte(key))
 	name := hex.EncodeToString(sum[:]) + ".v" + strconv.Itoa(secretFileVersion)
-	return secretStore{path: filepath.Join(dir, name), key: key, common: common, log: log}
+	return secretStore{path: filepath.Join(dir, name), key: key, log: log}
 }
 
 // load returns the covered commits and the set the file holds, or
@@ -89,10 +89,12 @@ func (s secretStore) load() (covered []string, set *secretBlobs) {
 		return nil, nil
 	}
 	if err == nil {
+		defer f.Close()
+		err = private(f, filepath.Dir(s.path))
+	}
+	if err == nil {
 		var body []byte
-		body, err = io.ReadAll(io.LimitReader(f, secretFileLimit+1))
-		f.Close()
-		if err == nil {
+		if body, err = io.ReadAll(io.LimitReader(f, secretFileLimit+1)); err == nil {
 			covered, set, err = s.decode(body)
 		}
 	}
@@ -101,6 +103,37 @@ func (s secretStore) load() (covered []string, set *secretBlobs) {
 		return nil, nil
 	}
 	return covered, set
+}
+
+// private says why the open file f, in directory dir, may be someone
+// else's than the service's, or nil: a checksum proves a file whole, not
+// who wrote it, and a file planted by another user could claim every
+// commit covered with no secret blob. The directory must be a real one
+// (not a symlink), and neither it nor the file writable by group or
+// others. Windows keeps no such bits.
+func private(f *os.File, dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	di, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return err
+	case !di.IsDir():
+		return errors.New("its directory is not a directory of its own (a symlink?)")
+	case di.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("its directory can be written by others (mode %v); make it 0700", di.Mode().Perm())
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return errors.New("not a regular file")
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("it can be written by others (mode %v)", fi.Mode().Perm())
+	}
+	return nil
 }
 
 // decode checks a file whole and turns it into an index's content.
@@ -166,12 +199,11 @@ func isObjectID(id string, n int) bool {
 
 // save writes the index's content to its file. A failure costs the next
 // process a walk, not a secret, so it is logged and otherwise ignored.
+// Nothing is saved for a shallow repository (see secretIndex.cover): its
+// history may grow under covered commits.
 func (s secretStore) save(covered map[string]struct{}, set *secretBlobs) {
 	if s.path == "" {
 		return
-	}
-	if _, err := os.Lstat(filepath.Join(s.common, "shallow")); err == nil {
-		return // see above: its history may grow under covered commits
 	}
 	err := s.write(covered, set)
 	switch {

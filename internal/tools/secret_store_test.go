@@ -2,6 +2,8 @@ package tools
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -232,25 +234,12 @@ func TestSecretIndexFileIgnored(t *testing.T) {
 		{"not a file of ours", func(*testing.T, []byte, secretFile) []byte { return []byte("{}\n{}") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newStoreRepo(t)
-			r.commit(t, "Add env", map[string]string{".env": storeSecretText})
-			ws := r.process(t)
-			storeSecrets(t, ws)
-			path := ws.secrets.idx.store.path
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, body, _ := strings.Cut(string(data), "\n")
-			var sf secretFile
-			if err := json.Unmarshal([]byte(body), &sf); err != nil {
-				t.Fatal(err)
-			}
+			r, path, data, sf := savedSecretFile(t)
 			if err := os.WriteFile(path, tc.mangle(t, data, sf), 0o600); err != nil {
 				t.Fatal(err)
 			}
 
-			ws = r.process(t)
+			ws := r.process(t)
 			wsWriteFiles(t, r.dir, map[string]string{"notes.txt": storeSecretText})
 			assertRefused(t, ws, "notes.txt", "API_TOKEN=kept-between-processes")
 			if _, walks := storeSecrets(t, ws); walks != 1 {
@@ -261,6 +250,26 @@ func TestSecretIndexFileIgnored(t *testing.T) {
 			}
 		})
 	}
+}
+
+// savedSecretFile is a repository with a secret in its history whose
+// set a process saved: the file's path, its bytes and its body.
+func savedSecretFile(t *testing.T) (r *storeRepo, path string, data []byte, sf secretFile) {
+	t.Helper()
+	r = newStoreRepo(t)
+	r.commit(t, "Add env", map[string]string{".env": storeSecretText})
+	ws := r.process(t)
+	storeSecrets(t, ws)
+	path = ws.secrets.idx.store.path
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := strings.Cut(string(data), "\n")
+	if err := json.Unmarshal([]byte(body), &sf); err != nil {
+		t.Fatal(err)
+	}
+	return r, path, data, sf
 }
 
 // A file larger than what is read is ignored, not read in part.
@@ -352,5 +361,130 @@ func TestSecretIndexNoDataDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(r.secrets)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the data directory was made (%v)", err)
+	}
+}
+
+// A shallow repository's history can grow under the commits walked: a
+// commit covered while the repository was shallow is walked again once
+// its history is whole, in the same process as in a new one.
+func TestSecretIndexShallowThenDeepened(t *testing.T) {
+	const secret = "DEPLOY_KEY=below-the-shallow-line\n"
+	for _, newProcess := range []bool{false, true} {
+		t.Run(fmt.Sprintf("new process %t", newProcess), func(t *testing.T) {
+			origin := newStoreRepo(t)
+			histCommits(t, origin.dir, []histCommit{
+				{who: bob, date: "2024-01-11T10:00:00+00:00", msg: "Add env", write: map[string]string{".env": secret}},
+				{who: bob, date: "2024-01-12T10:00:00+00:00", msg: "Drop env", remove: []string{".env"}},
+				{who: bob, date: "2024-01-13T10:00:00+00:00", msg: "Add notes", write: map[string]string{"notes.txt": secret}},
+			})
+			r := &storeRepo{dir: filepath.Join(t.TempDir(), "clone"), secrets: origin.secrets}
+			histGit(t, origin.dir, nil, "clone", "-q", "--depth", "1", "file://"+origin.dir, r.dir)
+			ws := r.process(t)
+			if set, _ := storeSecrets(t, ws); !set.empty() {
+				t.Fatalf("the shallow history has no secret, yet the set holds %v", set.ids)
+			}
+			histGit(t, r.dir, nil, "fetch", "-q", "--unshallow")
+			if newProcess {
+				ws = r.process(t)
+			}
+			assertRefused(t, ws, "notes.txt", strings.TrimSpace(secret))
+		})
+	}
+}
+
+// A commit-graph file is a cache of each commit's parents that git trusts
+// over the commits themselves; a repository's own can lie. The secret
+// blobs come from the commits: a graph that cuts the history short hides
+// no secret, neither then nor, through the saved set, after it is gone.
+func TestSecretWalkIgnoresCommitGraph(t *testing.T) {
+	const secret = "SIGNING_KEY=hidden-by-a-forged-graph\n"
+	r := newStoreRepo(t)
+	ids := histCommits(t, r.dir, []histCommit{
+		{who: bob, date: "2024-01-11T10:00:00+00:00", msg: "Add env", write: map[string]string{".env": secret}},
+		{who: bob, date: "2024-01-12T10:00:00+00:00", msg: "Drop env", remove: []string{".env"}},
+		{who: bob, date: "2024-01-13T10:00:00+00:00", msg: "Add notes", write: map[string]string{"notes.txt": secret}},
+	})
+	if err := os.RemoveAll(filepath.Join(r.dir, ".git", "logs")); err != nil {
+		t.Fatal(err)
+	}
+	histGit(t, r.dir, nil, "commit-graph", "write", "--reachable")
+	graph := filepath.Join(r.dir, ".git", "objects", "info", "commit-graph")
+	forgeRootInGraph(t, graph, ids["Drop env"])
+	if n := strings.Count(histGit(t, r.dir, nil, "rev-list", "HEAD"), "\n"); n != 2 {
+		t.Fatalf("git walks %d commits through the forged graph, want 2", n)
+	}
+	assertRefused(t, r.process(t), "notes.txt", strings.TrimSpace(secret))
+	if err := os.Remove(graph); err != nil {
+		t.Fatal(err)
+	}
+	assertRefused(t, r.process(t), "notes.txt", strings.TrimSpace(secret))
+}
+
+// forgeRootInGraph rewrites the commit-graph file at path so that commit
+// id has no parent.
+func forgeRootInGraph(t *testing.T, path, id string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashLen := 20
+	if len(id) == 64 {
+		hashLen = 32
+	}
+	chunks := map[string]int{}
+	for i := range int(b[6]) {
+		e := b[8+12*i:]
+		chunks[string(e[:4])] = int(binary.BigEndian.Uint64(e[4:12]))
+	}
+	oidf, oidl, cdat := chunks["OIDF"], chunks["OIDL"], chunks["CDAT"]
+	n := int(binary.BigEndian.Uint32(b[oidf+255*4:]))
+	for i := range n {
+		if hex.EncodeToString(b[oidl+hashLen*i:oidl+hashLen*(i+1)]) == id {
+			rec := cdat + (hashLen+16)*i
+			binary.BigEndian.PutUint32(b[rec+hashLen:], 0x70000000) // no parent
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("commit %s is not in the graph", id)
+}
+
+// A file of secret blobs that someone other than the service could have
+// written (in a directory, or itself, writable by group or others) is
+// not trusted: its checksum proves it whole, not whose it is.
+func TestSecretIndexFileOthersCanWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dir, file os.FileMode
+	}{
+		{"directory writable by all", 0o777, 0o600},
+		{"shared /tmp-like directory", 0o1777, 0o600},
+		{"file writable by its group", 0o700, 0o620},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, path, _, sf := savedSecretFile(t)
+			// Planted: every commit covered, no secret blob.
+			sf.IDs, sf.Sizes, sf.MaxSize, sf.IDLen = nil, nil, 0, 0
+			forged, err := json.Marshal(sf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			planted := fmt.Appendf(nil, "%s%d %x\n%s", secretFileMagic, secretFileVersion, sha256.Sum256(forged), forged)
+			if err := os.WriteFile(path, planted, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, tc.file); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(filepath.Dir(path), tc.dir); err != nil {
+				t.Fatal(err)
+			}
+			ws := r.process(t)
+			wsWriteFiles(t, r.dir, map[string]string{"notes.txt": storeSecretText})
+			assertRefused(t, ws, "notes.txt", "API_TOKEN=kept-between-processes")
+		})
 	}
 }
