@@ -137,3 +137,22 @@ func TestOneShotListsAPathCheckoutOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestOneShotWithoutIndexChecksNothingAgainstHead: with no code index to
+// narrow with, a one-shot call's listing is only a listing: nothing
+// compares git's index with HEAD.
+func TestOneShotWithoutIndexChecksNothingAgainstHead(t *testing.T) {
+	r := gitexectest.Init(t, "")
+	r.Commit(gitexectest.Commit{Write: map[string]string{"a.go": "package a\n"}})
+	calls := gitexectest.LogCalls(t)
+	m := newManager(t, []Spec{{Name: "app", Path: r.Dir, Channels: []string{"*"}}}, Options{OneShot: true})
+	l := acquire(t, m, "app")
+	defer l.Release()
+	if got, err := l.Workspace.Files(t.Context()); err != nil || len(got) != 1 {
+		t.Fatalf("Files() = %q, %v", got, err)
+	}
+	ran := calls()
+	if gitexectest.Count(ran, "ls-files") != 2 || gitexectest.Count(ran, "diff-index") != 0 {
+		t.Errorf("want one listing (2 ls-files) and no diff-index:\n%s", strings.Join(ran, "\n"))
+	}
+}

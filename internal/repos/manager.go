@@ -321,11 +321,12 @@ func (m *Manager) openLocal(ctx context.Context, r *repo) error {
 }
 
 // warm starts listing a OneShot Manager's checkout while the rest opens:
-// its one call is about to need the listing, and its lease the check of
-// the files against HEAD that comes with it (see freshSince).
+// its one call is about to need the listing, and, when there is a code
+// index to narrow with, its lease the check of the files against HEAD
+// that comes with it (see freshSince).
 func (m *Manager) warm(ctx context.Context, ws *tools.Workspace) {
 	if m.opts.OneShot {
-		ws.Warm(ctx)
+		ws.Warm(ctx, m.ix != nil)
 	}
 }
 

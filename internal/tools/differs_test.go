@@ -214,7 +214,7 @@ func TestWarmListsOnceForTheLease(t *testing.T) {
 	calls := gitexectest.LogCalls(t)
 	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
 	since := time.Now()
-	ws.Warm(t.Context())
+	ws.Warm(t.Context(), true)
 	if ws.DiffersFromHeadSince(t.Context(), since) {
 		t.Fatal("a clean checkout differs")
 	}
@@ -230,7 +230,7 @@ func TestWarmListsOnceForTheLease(t *testing.T) {
 	}
 
 	other := wsNew(t, dir, WorkspaceOptions{})
-	other.Warm(t.Context())
+	other.Warm(t.Context(), true)
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestDiffersFromHeadAfterHeadMoved(t *testing.T) {
 	first := ids["first"]
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	since := time.Now()
-	ws.Warm(t.Context())
+	ws.Warm(t.Context(), true)
 	if ws.DiffersFromHeadSince(t.Context(), since) {
 		t.Fatal("a clean checkout differs")
 	}

@@ -87,13 +87,14 @@ func (w *Workspace) DiffersFromHeadSince(ctx context.Context, since time.Time) b
 	return err != nil || c.differs == nil || *c.differs
 }
 
-// Warm starts listing the checkout in the background, checked against
-// HEAD unless it is Owned, so that a command that runs one call lists it
-// while it opens the rest (the code index, the lease) rather than after.
-// It ends with ctx, or Close.
-func (w *Workspace) Warm(ctx context.Context) {
+// Warm starts listing the checkout in the background, so that a command
+// that runs one call lists it while it opens the rest (the code index, the
+// lease) rather than after; with againstHead (unless the checkout is
+// Owned), also checked against HEAD for DiffersFromHeadSince. It ends
+// with ctx, or Close.
+func (w *Workspace) Warm(ctx context.Context, againstHead bool) {
 	since := time.Time{}
-	if !w.owned {
+	if againstHead && !w.owned {
 		since = time.Now()
 	}
 	w.gitMu.Lock()
