@@ -146,6 +146,10 @@ func TestOneShotWithoutIndexChecksNothingAgainstHead(t *testing.T) {
 	r.Commit(gitexectest.Commit{Write: map[string]string{"a.go": "package a\n"}})
 	calls := gitexectest.LogCalls(t)
 	m := newManager(t, []Spec{{Name: "app", Path: r.Dir, Channels: []string{"*"}}}, Options{OneShot: true})
+	// Once the early listing is under way, Files waits for it to end.
+	for deadline := time.Now().Add(10 * time.Second); gitexectest.Count(calls(), "ls-files") < 2 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	l := acquire(t, m, "app")
 	defer l.Release()
 	if got, err := l.Workspace.Files(t.Context()); err != nil || len(got) != 1 {
