@@ -303,3 +303,27 @@ func TestDiffersFromHeadAfterHeadMoved(t *testing.T) {
 		t.Error("DiffersFromHeadSince() = false: the files are the second commit's, HEAD is at the first")
 	}
 }
+
+// TestWarmWithoutHeadIsOnlyAListing: a listing warmed without the check
+// against HEAD serves Files, and a check still lists for itself.
+func TestWarmWithoutHeadIsOnlyAListing(t *testing.T) {
+	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
+	wsGit(t, dir, "add", ".")
+	wsGit(t, dir, "commit", "-q", "-m", "init")
+	calls := gitexectest.LogCalls(t)
+	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
+	since := time.Now()
+	ws.Warm(t.Context(), false)
+	if got, err := ws.Files(t.Context()); err != nil || len(got) != 1 {
+		t.Fatalf("Files() = %q, %v", got, err)
+	}
+	if n := gitexectest.Count(calls(), "diff-index"); n != 0 {
+		t.Errorf("the warm listing compared git's index with HEAD %d times; want none", n)
+	}
+	if ws.DiffersFromHeadSince(t.Context(), since) {
+		t.Fatal("a clean checkout differs")
+	}
+	if n, m := gitexectest.Count(calls(), "ls-files"), gitexectest.Count(calls(), "diff-index"); n != 4 || m != 1 {
+		t.Errorf("%d ls-files, %d diff-index; want the check's own listing (4, 1)", n, m)
+	}
+}
