@@ -40,9 +40,9 @@ func (ix *indexer) make(ctx context.Context, r *repo, ws *tools.Workspace, commi
 	}
 	// A path checkout's files are read as they are: the index matches its
 	// commit only if nothing differs from it before and after the build.
-	exact := !r.local || !ws.DiffersFromHead(ctx)
+	exact := !r.local || !ws.DiffersFrom(ctx, commit, time.Now())
 	finish := func(idx tools.CodeIndex) tools.CodeIndex {
-		if exact = exact && (!r.local || !ws.DiffersFromHead(ctx)); !exact {
+		if exact = exact && (!r.local || !ws.DiffersFrom(ctx, commit, time.Now())); !exact {
 			return inexact{idx}
 		}
 		ix.save(r, idx, commit)

@@ -138,7 +138,7 @@ func (m *Manager) Acquire(ctx context.Context, name string) (*Lease, error) {
 			// The commit its HEAD is at now is the current one, and pinned
 			// in the same step.
 			pinned = m.setIndexCommit(r, l.Commit, true)
-			l.edited = s.ws.DiffersFromHeadSince(ctx, m.freshSince())
+			l.edited = s.ws.DiffersFrom(ctx, l.Commit, m.freshSince())
 		}
 	}
 	m.holdIndex(r, l, pinned)

@@ -211,11 +211,12 @@ func TestWarmListsOnceForTheLease(t *testing.T) {
 	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
 	wsGit(t, dir, "add", ".")
 	wsGit(t, dir, "commit", "-q", "-m", "init")
+	head := filesGit(t, dir, "", "rev-parse", "HEAD")
 	calls := gitexectest.LogCalls(t)
 	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
 	since := time.Now()
 	ws.Warm(t.Context(), true)
-	if ws.DiffersFromHeadSince(t.Context(), since) {
+	if ws.DiffersFrom(t.Context(), head, since) {
 		t.Fatal("a clean checkout differs")
 	}
 	if got, err := ws.Files(t.Context()); err != nil || len(got) != 1 {
@@ -291,7 +292,7 @@ func TestDiffersFromHeadAfterHeadMoved(t *testing.T) {
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	since := time.Now()
 	ws.Warm(t.Context(), true)
-	if ws.DiffersFromHeadSince(t.Context(), since) {
+	if ws.DiffersFrom(t.Context(), ids["second"], since) {
 		t.Fatal("a clean checkout differs")
 	}
 	wsGit(t, dir, "update-ref", "refs/heads/main", first)
@@ -299,8 +300,11 @@ func TestDiffersFromHeadAfterHeadMoved(t *testing.T) {
 	if err != nil || head != first {
 		t.Fatalf("GitHead() = %s, %v; want %s", head, err, first)
 	}
-	if !ws.DiffersFromHeadSince(t.Context(), since) {
-		t.Error("DiffersFromHeadSince() = false: the files are the second commit's, HEAD is at the first")
+	if !ws.DiffersFrom(t.Context(), first, since) {
+		t.Error("DiffersFrom() = false: the files are the second commit's, HEAD is at the first")
+	}
+	if !ws.DiffersFrom(t.Context(), ids["second"], since) {
+		t.Error("DiffersFrom(second) = false: HEAD is no longer at the commit asked about")
 	}
 }
 
@@ -310,6 +314,7 @@ func TestWarmWithoutHeadIsOnlyAListing(t *testing.T) {
 	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
 	wsGit(t, dir, "add", ".")
 	wsGit(t, dir, "commit", "-q", "-m", "init")
+	head := filesGit(t, dir, "", "rev-parse", "HEAD")
 	calls := gitexectest.LogCalls(t)
 	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
 	since := time.Now()
@@ -320,10 +325,27 @@ func TestWarmWithoutHeadIsOnlyAListing(t *testing.T) {
 	if n := gitexectest.Count(calls(), "diff-index"); n != 0 {
 		t.Errorf("the warm listing compared git's index with HEAD %d times; want none", n)
 	}
-	if ws.DiffersFromHeadSince(t.Context(), since) {
+	if ws.DiffersFrom(t.Context(), head, since) {
 		t.Fatal("a clean checkout differs")
 	}
 	if n, m := gitexectest.Count(calls(), "ls-files"), gitexectest.Count(calls(), "diff-index"); n != 4 || m != 1 {
 		t.Errorf("%d ls-files, %d diff-index; want the check's own listing (4, 1)", n, m)
+	}
+}
+
+// TestDiffersFromAnotherCommit: a clean checkout differs from any commit
+// but the one HEAD is at, as a lease that read HEAD just before it moved
+// must learn.
+func TestDiffersFromAnotherCommit(t *testing.T) {
+	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
+	wsGit(t, dir, "add", ".")
+	wsGit(t, dir, "commit", "-q", "-m", "init")
+	head := filesGit(t, dir, "", "rev-parse", "HEAD")
+	ws := wsNew(t, dir, WorkspaceOptions{})
+	if ws.DiffersFrom(t.Context(), head, time.Now()) {
+		t.Error("a clean checkout differs from its HEAD")
+	}
+	if !ws.DiffersFrom(t.Context(), strings.Repeat("1", len(head)), time.Now()) {
+		t.Error("a clean checkout does not differ from a commit HEAD is not at")
 	}
 }

@@ -76,21 +76,25 @@ func (w *Workspace) Files(ctx context.Context) ([]string, error) {
 // reuses that listing: the check and the listing a search needs are one
 // pair of git calls, not two.
 func (w *Workspace) DiffersFromHead(ctx context.Context) bool {
-	return w.DiffersFromHeadSince(ctx, time.Now())
+	c, err := w.listing(ctx, time.Now())
+	return err != nil || c.differs == nil || *c.differs
 }
 
-// DiffersFromHeadSince is DiffersFromHead with the answer of a listing
-// that started at since or later, under way or done (see Warm), taken as
-// fresh.
-func (w *Workspace) DiffersFromHeadSince(ctx context.Context, since time.Time) bool {
+// DiffersFrom is DiffersFromHead for a caller that read HEAD at commit
+// before, with the answer of a listing that started at since or later,
+// under way or done (see Warm), taken as fresh. HEAD found elsewhere by
+// the listing counts as differing: the answer is about the files against
+// the commit the caller will use (its code index), not whatever HEAD is
+// by then.
+func (w *Workspace) DiffersFrom(ctx context.Context, commit string, since time.Time) bool {
 	c, err := w.listing(ctx, since)
-	return err != nil || c.differs == nil || *c.differs
+	return err != nil || c.differs == nil || *c.differs || c.head != commit
 }
 
 // Warm starts listing the checkout in the background, so that a command
 // that runs one call lists it while it opens the rest (the code index, the
 // lease) rather than after; with againstHead (unless the checkout is
-// Owned), also checked against HEAD for DiffersFromHeadSince. It ends
+// Owned), also checked against HEAD for DiffersFrom. It ends
 // with ctx, or Close.
 func (w *Workspace) Warm(ctx context.Context, againstHead bool) {
 	since := time.Time{}
