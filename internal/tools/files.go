@@ -68,24 +68,17 @@ func (w *Workspace) Files(ctx context.Context) ([]string, error) {
 	return slices.Clone(c.list), nil
 }
 
-// DiffersFromHead reports whether the checkout's files differ from its
-// HEAD commit: a tracked file changed, deleted, unmerged or staged with
-// other content, or a file git does not ignore is not tracked. A checkout
-// git cannot read, or outside git, counts as differing. It always lists
-// the checkout afresh (an edit made a second ago counts), and Files then
-// reuses that listing: the check and the listing a search needs are one
-// pair of git calls, not two.
-func (w *Workspace) DiffersFromHead(ctx context.Context) bool {
-	c, err := w.listing(ctx, time.Now())
-	return err != nil || c.differs == nil || *c.differs
-}
-
-// DiffersFrom is DiffersFromHead for a caller that read HEAD at commit
-// before, with the answer of a listing that started at since or later,
-// under way or done (see Warm), taken as fresh. HEAD found elsewhere by
-// the listing counts as differing: the answer is about the files against
-// the commit the caller will use (its code index), not whatever HEAD is
-// by then.
+// DiffersFrom reports whether the checkout's files differ from commit,
+// which the caller read HEAD at: a tracked file changed, deleted,
+// unmerged or staged with other content, a file git does not ignore and
+// does not track, a file git is told to skip present on disk, or HEAD
+// found elsewhere by now (the answer is about the commit the caller will
+// use, its code index, not whatever HEAD is by then). A checkout git
+// cannot read, or outside git, counts as differing. A listing that
+// started at since or later, under way or done (see Warm), is taken as
+// fresh; else the checkout is listed afresh, and Files then reuses that
+// listing: the check and the listing a search needs are one set of git
+// calls, not two.
 func (w *Workspace) DiffersFrom(ctx context.Context, commit string, since time.Time) bool {
 	c, err := w.listing(ctx, since)
 	return err != nil || c.differs == nil || *c.differs || c.head != commit
