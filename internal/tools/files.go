@@ -40,7 +40,7 @@ type filesCache struct {
 	tracked string
 	tagged  bool
 	// differs says whether the files differ from HEAD, when the listing
-	// was asked that (see DiffersFromHead); nil when it was not. head is
+	// was asked that (see DiffersFrom); nil when it was not. head is
 	// the commit HEAD was at then: the answer is about that commit.
 	differs *bool
 	head    string
