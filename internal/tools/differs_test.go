@@ -82,9 +82,7 @@ func TestDiffersFromHead(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := wsGitDir(t, map[string]string{"a.go": "package a\n", "b.txt": "b\n", ".gitignore": "*.log\n"})
-			wsGit(t, dir, "add", ".")
-			wsGit(t, dir, "commit", "-q", "-m", "init")
+			dir, _ := committedDir(t, map[string]string{"a.go": "package a\n", "b.txt": "b\n", ".gitignore": "*.log\n"})
 			// git's index was written in this same second: its entries
 			// are racily clean, and a stat check alone would trust them.
 			time.Sleep(10 * time.Millisecond)
@@ -109,9 +107,7 @@ func TestDiffersFromHeadOutsideGit(t *testing.T) {
 // TestDiffersFromHeadListsAfresh: an edit made right after a listing
 // counts, though Files would still reuse that listing.
 func TestDiffersFromHeadListsAfresh(t *testing.T) {
-	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
-	wsGit(t, dir, "add", ".")
-	wsGit(t, dir, "commit", "-q", "-m", "init")
+	dir, _ := committedDir(t, map[string]string{"a.go": "package a\n"})
 	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
 	if ws.DiffersFromHead(t.Context()) {
 		t.Fatal("a clean checkout differs")
@@ -132,9 +128,7 @@ func TestDiffersFromHeadListsAfresh(t *testing.T) {
 // the listing a search needs and the staged secret files come from one
 // listing, not a git call each.
 func TestListingRunsGitOnce(t *testing.T) {
-	dir := wsGitDir(t, map[string]string{"a.go": "package a\n", ".env": "TOKEN=1\n"})
-	wsGit(t, dir, "add", "-f", ".")
-	wsGit(t, dir, "commit", "-q", "-m", "init")
+	dir, _ := committedDir(t, map[string]string{"a.go": "package a\n", ".env": "TOKEN=1\n"})
 	wsGit(t, dir, "mv", "-f", ".env", "notes.txt")
 	wsGit(t, dir, "commit", "-q", "-m", "rename")
 	calls := gitexectest.LogCalls(t)
@@ -170,9 +164,7 @@ func TestListingRunsGitOnce(t *testing.T) {
 // files, with the deny-list applied and the staged secret files read from
 // the same records.
 func TestOwnedWorktreeListing(t *testing.T) {
-	dir := wsGitDir(t, map[string]string{"a.go": "package a\n", ".env": "TOKEN=1\n", "sub/b.go": "package sub\n"})
-	wsGit(t, dir, "add", "-f", ".")
-	wsGit(t, dir, "commit", "-q", "-m", "init")
+	dir, _ := committedDir(t, map[string]string{"a.go": "package a\n", ".env": "TOKEN=1\n", "sub/b.go": "package sub\n"})
 	wsGit(t, dir, "mv", "-f", ".env", "notes.txt")
 	wsGit(t, dir, "commit", "-q", "-m", "rename")
 	wt := filepath.Join(t.TempDir(), "wt")
@@ -208,10 +200,7 @@ func TestOwnedWorktreeListing(t *testing.T) {
 // check against HEAD since then takes, and the one Files reuses; a check
 // that must be fresher lists again. Close stops a listing under way.
 func TestWarmListsOnceForTheLease(t *testing.T) {
-	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
-	wsGit(t, dir, "add", ".")
-	wsGit(t, dir, "commit", "-q", "-m", "init")
-	head := filesGit(t, dir, "", "rev-parse", "HEAD")
+	dir, head := committedDir(t, map[string]string{"a.go": "package a\n"})
 	calls := gitexectest.LogCalls(t)
 	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
 	since := time.Now()
@@ -311,10 +300,7 @@ func TestDiffersFromHeadAfterHeadMoved(t *testing.T) {
 // TestWarmWithoutHeadIsOnlyAListing: a listing warmed without the check
 // against HEAD serves Files, and a check still lists for itself.
 func TestWarmWithoutHeadIsOnlyAListing(t *testing.T) {
-	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
-	wsGit(t, dir, "add", ".")
-	wsGit(t, dir, "commit", "-q", "-m", "init")
-	head := filesGit(t, dir, "", "rev-parse", "HEAD")
+	dir, head := committedDir(t, map[string]string{"a.go": "package a\n"})
 	calls := gitexectest.LogCalls(t)
 	ws := wsNew(t, dir, WorkspaceOptions{FilesTTL: time.Hour})
 	since := time.Now()
@@ -337,10 +323,7 @@ func TestWarmWithoutHeadIsOnlyAListing(t *testing.T) {
 // but the one HEAD is at, as a lease that read HEAD just before it moved
 // must learn.
 func TestDiffersFromAnotherCommit(t *testing.T) {
-	dir := wsGitDir(t, map[string]string{"a.go": "package a\n"})
-	wsGit(t, dir, "add", ".")
-	wsGit(t, dir, "commit", "-q", "-m", "init")
-	head := filesGit(t, dir, "", "rev-parse", "HEAD")
+	dir, head := committedDir(t, map[string]string{"a.go": "package a\n"})
 	ws := wsNew(t, dir, WorkspaceOptions{})
 	if ws.DiffersFrom(t.Context(), head, time.Now()) {
 		t.Error("a clean checkout differs from its HEAD")
@@ -348,4 +331,14 @@ func TestDiffersFromAnotherCommit(t *testing.T) {
 	if !ws.DiffersFrom(t.Context(), strings.Repeat("1", len(head)), time.Now()) {
 		t.Error("a clean checkout does not differ from a commit HEAD is not at")
 	}
+}
+
+// committedDir is a git work tree holding files, all of them committed
+// (a denied name too), and the commit.
+func committedDir(t *testing.T, files map[string]string) (dir, head string) {
+	t.Helper()
+	dir = wsGitDir(t, files)
+	wsGit(t, dir, "add", "-f", ".")
+	wsGit(t, dir, "commit", "-q", "-m", "init")
+	return dir, filesGit(t, dir, "", "rev-parse", "HEAD")
 }
