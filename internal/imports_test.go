@@ -119,10 +119,13 @@ func TestImportRules(t *testing.T) {
 			return pkg == "internal/agent" && strings.HasPrefix(dep, mod+"internal/") &&
 				dep != mod+"internal/llm" && dep != mod+"internal/tools"
 		}},
-		{"internal/repos imports no other internal package but tools, cite, gitexec and config", func(pkg, dep string) bool {
+		{"internal/repos imports no other internal package but tools, cite, gitexec, config and flock", func(pkg, dep string) bool {
 			return pkg == "internal/repos" && strings.HasPrefix(dep, mod+"internal/") &&
 				dep != mod+"internal/tools" && dep != mod+"internal/cite" &&
-				dep != mod+"internal/gitexec" && dep != mod+"internal/config"
+				dep != mod+"internal/gitexec" && dep != mod+"internal/config" && dep != mod+"internal/flock"
+		}},
+		{"internal/flock imports no other internal package", func(pkg, dep string) bool {
+			return pkg == "internal/flock" && strings.HasPrefix(dep, mod+"internal/")
 		}},
 		{"internal/logging and its logtest kit import no other internal package", func(pkg, dep string) bool {
 			return strings.HasPrefix(pkg, "internal/logging") && strings.HasPrefix(dep, mod+"internal/")

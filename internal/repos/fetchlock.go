@@ -2,11 +2,12 @@ package repos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/askrepo/askrepo/internal/flock"
 )
 
 // lockClone takes the lock of r's clone, DataDir/repos/<name>/sync.lock,
@@ -21,29 +22,17 @@ func (m *Manager) lockClone(ctx context.Context, r *repo) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("open the clone's lock: %w", err)
 	}
-	wait := 20 * time.Millisecond
-	for logged := false; ; logged = true {
-		err := tryLock(f)
-		if err == nil || errors.Is(err, errors.ErrUnsupported) {
-			return func() { f.Close() }, nil
+	err = flock.Wait(ctx, f, func() {
+		m.log.Info("waiting for another process sharing the data directory to finish fetching", "repo", r.spec.Name)
+	})
+	if err != nil {
+		f.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("wait for another process's fetch: %w", err)
 		}
-		if !errors.Is(err, errLocked) {
-			f.Close()
-			return nil, fmt.Errorf("lock the clone: %w", err)
-		}
-		if !logged {
-			m.log.Info("waiting for another process sharing the data directory to finish fetching", "repo", r.spec.Name)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			f.Close()
-			return nil, fmt.Errorf("wait for another process's fetch: %w", ctx.Err())
-		case <-t.C:
-		}
-		wait = min(2*wait, 500*time.Millisecond)
+		return nil, fmt.Errorf("lock the clone: %w", err)
 	}
+	return func() { f.Close() }, nil
 }
 
 // fetchedFile's modification time is the end of the clone's last

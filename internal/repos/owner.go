@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/askrepo/askrepo/internal/flock"
 )
 
 // Several processes may share one DataDir: the service, and an operator's
@@ -32,9 +34,6 @@ import (
 // it is a complete worktree of this clone at the commit wanted (see
 // adoptable), not every file in it.
 
-// errLocked is tryLock's answer for a lock another open file holds.
-var errLocked = errors.New("locked by a live process")
-
 // owner is a directory of trees/ this process holds the lock of; f keeps
 // the lock (nil where locks are not supported).
 type owner struct {
@@ -42,16 +41,16 @@ type owner struct {
 	f   *os.File
 }
 
-// lockDir opens the directory at path and takes its lock: errLocked when a
+// lockDir opens the directory at path and takes its lock: flock.ErrLocked when a
 // live process holds it. The lock is on what was opened, so it is checked
 // to still be what path names: a process that removed the directory in
 // between held the lock while it did.
 func lockDir(path string) (*owner, error) {
-	f, err := openDir(path)
+	f, err := flock.OpenDir(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := tryLock(f); err != nil {
+	if err := flock.TryLock(f); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -148,7 +147,7 @@ func (m *Manager) sweep(r *repo, adopt string) (adopted string, removed bool) {
 		}
 		o, err := lockDir(p)
 		if err != nil {
-			if !errors.Is(err, errLocked) && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, fs.ErrNotExist) {
+			if !errors.Is(err, flock.ErrLocked) && !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, fs.ErrNotExist) {
 				m.log.Warn("lock a worktree directory left by another process", "repo", r.spec.Name, "dir", p, "err", err)
 			}
 			continue

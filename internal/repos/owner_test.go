@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askrepo/askrepo/internal/flock"
 	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
 	"github.com/askrepo/askrepo/internal/logging/logtest"
 )
@@ -50,9 +51,9 @@ func TestFlockIsPerOpenFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first lock: %v", err)
 	}
-	if b, err := lockDir(dir); !errors.Is(err, errLocked) {
+	if b, err := lockDir(dir); !errors.Is(err, flock.ErrLocked) {
 		b.drop()
-		t.Fatalf("second open's lock = %v, want errLocked", err)
+		t.Fatalf("second open's lock = %v, want flock.ErrLocked", err)
 	}
 	a.f.Close()
 	b, err := lockDir(dir)
