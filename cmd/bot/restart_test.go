@@ -129,6 +129,16 @@ type proc struct {
 // start runs the bot and waits until it holds a Socket Mode connection.
 func (w *world) start() *proc {
 	w.t.Helper()
+	p := w.launch()
+	// Its own log, not the fake's count of live connections: a killed
+	// predecessor's socket may still count until the fake notices.
+	w.waitLog(p, `"connected":true`)
+	return p
+}
+
+// launch runs the bot without waiting for anything. It is safe to call from
+// several goroutines at once.
+func (w *world) launch() *proc {
 	p := &proc{cmd: exec.Command(botPath), logs: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = w.env
 	p.cmd.Dir = w.t.TempDir() // no stray .env
@@ -144,9 +154,6 @@ func (w *world) start() *proc {
 			w.t.Logf("bot output:\n%s", p.logs.String())
 		}
 	})
-	// Its own log, not the fake's count of live connections: a killed
-	// predecessor's socket may still count until the fake notices.
-	w.waitLog(p, `"connected":true`)
 	return p
 }
 
@@ -406,8 +413,9 @@ func TestRestartPurgesIdleSessions(t *testing.T) {
 	}
 }
 
-// Two processes started at once on one data dir after a crash: the cut turn
-// is answered once (the store lets one of them claim it).
+// Two processes started at once on one data dir after a crash: one serves
+// and answers the cut turn once; the other waits for the data directory
+// until the first stops, and finds nothing left to answer.
 func TestRestartTwiceAtOnce(t *testing.T) {
 	w := newWorld(t)
 	w.model.setScript(holdAfterTools)
@@ -417,42 +425,25 @@ func TestRestartTwiceAtOnce(t *testing.T) {
 	p.stop(t, syscall.SIGKILL)
 
 	w.model.setScript(readmeThenAnswer)
-	var wg sync.WaitGroup
 	procs := make([]*proc, 2)
+	var wg sync.WaitGroup
 	for i := range procs {
-		wg.Go(func() {
-			p := &proc{cmd: exec.Command(botPath), logs: &lockedBuffer{}, done: make(chan struct{})}
-			p.cmd.Env, p.cmd.Dir = w.env, t.TempDir()
-			p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-			if err := p.cmd.Start(); err != nil {
-				t.Error(err)
-				return
-			}
-			go func() { p.err = p.cmd.Wait(); close(p.done) }()
-			procs[i] = p
-		})
+		wg.Go(func() { procs[i] = w.launch() })
 	}
 	wg.Wait()
-	for _, p := range procs {
-		if p == nil {
-			t.FailNow()
-		}
-		t.Cleanup(func() {
-			p.cmd.Process.Kill()
-			<-p.done
-			if t.Failed() {
-				t.Logf("bot output:\n%s", p.logs.String())
-			}
-		})
-	}
 	w.waitAnswers(root, 1)
 	ctx := w.ctx()
-	for !strings.Contains(procs[0].logs.String()+procs[1].logs.String(), `"outcome":"answered"`) {
+	logs := func() string { return procs[0].logs.String() + procs[1].logs.String() }
+	for !strings.Contains(logs(), `"outcome":"answered"`) || !strings.Contains(logs(), waitingToServe) {
 		select {
 		case <-ctx.Done():
-			t.Fatal("no turn answered")
+			t.Fatal("no turn answered, or no process waiting for the other")
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+	// The one waiting stops last: it takes over and finds nothing to do.
+	if strings.Contains(procs[0].logs.String(), waitingToServe) {
+		procs[0], procs[1] = procs[1], procs[0]
 	}
 	for _, p := range procs {
 		if code := p.stop(t, syscall.SIGTERM); code != 0 {
@@ -462,7 +453,53 @@ func TestRestartTwiceAtOnce(t *testing.T) {
 	if got := len(w.answers(root)); got != 1 {
 		t.Errorf("answers = %d, want 1:\n%s", got, w.threadText(root))
 	}
-	if n := strings.Count(procs[0].logs.String()+procs[1].logs.String(), `"outcome":"answered"`); n != 1 {
+	if n := strings.Count(logs(), `"outcome":"answered"`); n != 1 {
 		t.Errorf("turns answered = %d, want 1", n)
+	}
+	if n := strings.Count(logs(), waitingToServe); n != 1 {
+		t.Errorf("processes that waited = %d, want 1", n)
+	}
+}
+
+// waitingToServe is in the log of a bot serve that waits for another one
+// to stop serving from the same data directory.
+const waitingToServe = "waiting for it to stop"
+
+// A second start beside a running bot (a rolling restart on one host)
+// leaves its running turn alone: it waits for the data directory; once the
+// first has drained and stopped, it resumes the turn the first cut, which
+// is answered once.
+func TestSecondStartWaitsForTheRunningOne(t *testing.T) {
+	w := newWorld(t, "BOT_DRAIN_TIMEOUT=200ms")
+	w.model.setScript(holdAfterTools)
+	first := w.start()
+	root, _ := w.mention("what does widget do?", "")
+	w.waitModelRequests(2)
+
+	second := w.launch()
+	w.waitLog(second, waitingToServe)
+	// Given time to do harm: before, it recovered the running turn at once.
+	time.Sleep(300 * time.Millisecond)
+	if strings.Contains(second.logs.String(), "connecting to Slack") {
+		t.Fatalf("the second start serves beside the first:\n%s", second.logs.String())
+	}
+	if n := len(w.model.Requests()); n != 2 {
+		t.Fatalf("model requests while the first still runs = %d, want 2", n)
+	}
+
+	w.model.setScript(readmeThenAnswer)
+	if code := first.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("first's exit code = %d", code)
+	}
+	w.waitAnswers(root, 1)
+	w.waitLog(second, `"outcome":"answered"`)
+	if code := second.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("second's exit code = %d", code)
+	}
+	if got := len(w.answers(root)); got != 1 {
+		t.Errorf("answers = %d, want 1:\n%s", got, w.threadText(root))
+	}
+	if !strings.Contains(second.logs.String(), "recovering turns a restart cut off") {
+		t.Errorf("the second did not recover the turn the first cut:\n%s", second.logs.String())
 	}
 }

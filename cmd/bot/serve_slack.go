@@ -9,11 +9,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/flock"
 	"github.com/askrepo/askrepo/internal/mcp"
 	"github.com/askrepo/askrepo/internal/session"
 	"github.com/askrepo/askrepo/internal/slackbot"
@@ -163,9 +165,58 @@ func (s *service) run(ctx context.Context) error {
 		}()
 		log.Info("health and metrics", "addr", ln.Addr().String())
 	}
+	release, err := s.serveAlone(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("stopped before serving", "cause", context.Cause(ctx).Error())
+			return nil
+		}
+		return err
+	}
+	defer release()
 	// "serving Slack" comes from the bot once Slack accepted the tokens.
 	log.Info("connecting to Slack", "repos", s.core.repos.Repos(), "model", s.core.name)
-	return s.bot.Run(ctx)
+	if err := s.bot.Run(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Stopped while Slack was still being asked to let us in.
+			log.Info("stopped before serving", "cause", context.Cause(ctx).Error())
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// serveLockFile, in BOT_DATA_DIR, is locked by the process serving Slack
+// from the SQLite store there.
+const serveLockFile = "serve.lock"
+
+// serveAlone makes this the only process serving Slack from a SQLite store:
+// it waits (until ctx is done) while another one does, and returns the
+// release of its turn. A SQLite file is one replica's, so its turns carry no
+// lease: a second process recovering from it would take over turns the
+// first is still running, and both would answer. Waiting instead makes a
+// start beside a running bot (a rolling restart on one host, a second one
+// started by mistake) take over only once the first has drained and
+// stopped; a crashed one's lock goes with it, so a restart never waits on
+// the dead. PostgreSQL replicas hold each thread under a lease instead, and
+// the memory store is this process's alone.
+func (s *service) serveAlone(ctx context.Context) (release func(), err error) {
+	if _, ok := s.store.(*session.SQLite); !ok {
+		return func() {}, nil
+	}
+	f, err := os.OpenFile(filepath.Join(s.cfg.DataDir, serveLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("BOT_DATA_DIR %s: open the serving lock: %w", s.cfg.DataDir, err)
+	}
+	err = flock.Wait(ctx, f, func() {
+		s.log.Warn("another bot serve is serving Slack from this data directory; waiting for it to stop (for several at once, use PostgreSQL: BOT_STORE=postgres://…)", "data_dir", s.cfg.DataDir)
+	})
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("BOT_DATA_DIR %s: wait for the serving lock: %w", s.cfg.DataDir, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // openStore opens the store BOT_STORE names (SQLite under BOT_DATA_DIR by

@@ -63,3 +63,21 @@ func TestStopWhileStarting(t *testing.T) {
 		t.Errorf("the log does not say it stopped before serving:\n%s", logs)
 	}
 }
+
+// A SIGTERM while Slack has not yet answered the bot's first call is a clean
+// stop too.
+func TestStopWhileSlackAnswersTheFirstCall(t *testing.T) {
+	w := newWorld(t)
+	release := w.slack.Hold("auth.test")
+	defer release()
+	p := w.launch()
+	if _, err := w.slack.WaitCalls(w.ctx(), "auth.test", 1); err != nil {
+		t.Fatalf("auth.test never called: %v", err)
+	}
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("exit code = %d, want 0", code)
+	}
+	if logs := p.logs.String(); !strings.Contains(logs, "stopped before serving") {
+		t.Errorf("the log does not say it stopped before serving:\n%s", logs)
+	}
+}

@@ -45,7 +45,10 @@ type recovery struct {
 // process, running alongside on the same store, started it and is working on
 // it (two processes started at once after a crash race for the same turn;
 // the first one's claim starts a new turn, which the second must not take
-// over). Store and process clocks are the same host's for SQLite.
+// over). Store and process clocks are the same host's for SQLite. What this
+// cannot tell apart is a turn another live process began before this boot
+// and one a crash cut: two processes must not serve from one SQLite store
+// at once (bot serve waits for the one before it to stop).
 //
 // A thread normally has at most one unfinished turn (its turns run one at a
 // time); if it has more, only the newest is continued and the older ones
