@@ -127,6 +127,9 @@ func TestImportRules(t *testing.T) {
 		{"internal/flock imports no other internal package", func(pkg, dep string) bool {
 			return pkg == "internal/flock" && strings.HasPrefix(dep, mod+"internal/")
 		}},
+		{"internal/handoff imports no other internal package but flock", func(pkg, dep string) bool {
+			return pkg == "internal/handoff" && strings.HasPrefix(dep, mod+"internal/") && dep != mod+"internal/flock"
+		}},
 		{"internal/logging and its logtest kit import no other internal package", func(pkg, dep string) bool {
 			return strings.HasPrefix(pkg, "internal/logging") && strings.HasPrefix(dep, mod+"internal/")
 		}},
@@ -134,8 +137,8 @@ func TestImportRules(t *testing.T) {
 			return (pkg == "internal/gitexec/gitexectest" || pkg == "internal/slackbot/slacktest") &&
 				strings.HasPrefix(dep, mod+"internal/")
 		}},
-		{"only tests import the sessiontest, slacktest and logtest kits", func(pkg, dep string) bool {
-			return dep == mod+"internal/session/sessiontest" || dep == mod+"internal/slackbot/slacktest" ||
+		{"only tests import the sessiontest, slacktest and logtest kits (and the benchmarks' fake Slack, slacktest)", func(pkg, dep string) bool {
+			return dep == mod+"internal/session/sessiontest" || dep == mod+"internal/slackbot/slacktest" && pkg != "bench/cmd/fakeslack" ||
 				dep == mod+"internal/logging/logtest"
 		}},
 	}

@@ -1,0 +1,233 @@
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/flock"
+)
+
+// Handler runs one call. ctx ends when the call's time is up, the caller
+// hangs up, or the server closes. progress sends the caller a line to show
+// while it waits (Response.Progress); it must not be called once the
+// handler has returned.
+type Handler func(ctx context.Context, req Request, progress func(string)) Response
+
+// Options tune a Server; the zero value is usable.
+type Options struct {
+	// MaxConcurrent bounds the calls run at once (default 4): one more is
+	// refused as busy and its caller runs it itself, so a loop of bot tool
+	// calls cannot crowd out the service's own turns.
+	MaxConcurrent int
+	// Timeout bounds one call, a wait for the code index included
+	// (default 2 minutes).
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// ErrInUse is Listen's answer when another live process already takes
+// calls on the data directory.
+var ErrInUse = errors.New("another process takes tool calls on this data directory")
+
+// ioTimeout bounds reading a request and writing a response: both are one
+// small JSON value on a local socket.
+const ioTimeout = 5 * time.Second
+
+// Server takes tool calls on a data directory's socket. Its methods are
+// safe for concurrent use.
+type Server struct {
+	ln     *net.UnixListener
+	lock   *os.File
+	h      Handler
+	opts   Options
+	log    *slog.Logger
+	sem    chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// Listen makes the socket of dataDir and returns the server, which takes
+// calls once Serve runs. It refuses (errors.ErrUnsupported) where the
+// peer's user cannot be checked, and (ErrInUse) when another live process
+// listens: the socket belongs to whoever holds Dir/tool.lock, and a socket
+// left by a process that died is replaced.
+func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
+	if !supported {
+		return nil, fmt.Errorf("hand tool calls over a socket: %w", errors.ErrUnsupported)
+	}
+	path := Path(dataDir)
+	if len(path) > maxPath {
+		return nil, fmt.Errorf("the socket path %s is longer than a unix socket's %d bytes: use a shorter BOT_DATA_DIR", path, maxPath)
+	}
+	dir := filepath.Dir(path)
+	if err := privateDir(dir); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the socket's lock: %w", err)
+	}
+	if err := flock.TryLock(lock); err != nil {
+		lock.Close()
+		if errors.Is(err, flock.ErrLocked) {
+			return nil, ErrInUse
+		}
+		return nil, fmt.Errorf("lock the socket: %w", err)
+	}
+	// Holding the lock, whatever is at path is a dead process's.
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		lock.Close()
+		return nil, fmt.Errorf("remove a stale socket: %w", err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("listen on the socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		lock.Close()
+		return nil, fmt.Errorf("restrict the socket: %w", err)
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 4
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Minute
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{ln: ln, lock: lock, h: h, opts: opts, log: log, sem: make(chan struct{}, opts.MaxConcurrent), ctx: ctx, cancel: cancel}, nil
+}
+
+// privateDir makes dir, a directory this user owns that no one else can
+// enter, or says why it cannot be one.
+func privateDir(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create the socket's directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check the socket's directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("the socket's directory %s is not a directory", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("the socket's directory %s belongs to another user (uid %d)", dir, st.Uid)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("restrict the socket's directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// Addr is the socket's path.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve takes calls until Close; it returns nil then.
+func (s *Server) Serve() error {
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := s.ln.AcceptUnix()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return nil
+			}
+			// EMFILE and the like pass; anything else after a moment too.
+			s.log.Warn("accept a tool call", "err", err)
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		s.wg.Add(1)
+		go s.serveConn(c)
+	}
+}
+
+// Close stops taking calls, cancels the running ones, waits for them,
+// removes the socket and lets the lock go.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		s.cancel()
+		s.ln.Close() // removes the socket: it was made by Listen
+		s.wg.Wait()
+		s.lock.Close()
+	})
+	return nil
+}
+
+func (s *Server) serveConn(c *net.UnixConn) {
+	defer s.wg.Done()
+	defer c.Close()
+	if err := checkPeer(c); err != nil {
+		s.log.Warn("refused a connection to the tool socket", "err", err)
+		return
+	}
+	_ = c.SetReadDeadline(time.Now().Add(ioTimeout))
+	var req Request
+	if err := json.NewDecoder(io.LimitReader(c, maxRequest)).Decode(&req); err != nil {
+		s.reply(c, Response{Refused: fmt.Sprintf("not a tool call: %v", err)})
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	select {
+	case s.sem <- struct{}{}:
+		defer func() { <-s.sem }()
+	default:
+		s.reply(c, Response{Refused: "busy: run it yourself"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
+	defer cancel()
+	// The caller sends nothing more: a read that returns means it hung up
+	// (or broke the protocol), and the call is not worth finishing.
+	go func() {
+		var b [1]byte
+		_, _ = c.Read(b[:])
+		cancel()
+	}()
+	s.reply(c, s.run(ctx, req, func(line string) {
+		if line != "" {
+			s.reply(c, Response{Progress: line})
+		}
+	}))
+}
+
+// run runs the handler, turning a panic into a refusal: the caller then
+// runs the call itself, and the service goes on.
+func (s *Server) run(ctx context.Context, req Request, progress func(string)) (resp Response) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("a handed-over tool call panicked", "tool", req.Tool, "panic", p)
+			resp = Response{Refused: "the service failed on this call"}
+		}
+	}()
+	return s.h(ctx, req, progress)
+}
+
+func (s *Server) reply(c *net.UnixConn, resp Response) {
+	_ = c.SetWriteDeadline(time.Now().Add(ioTimeout))
+	if err := json.NewEncoder(c).Encode(resp); err != nil {
+		s.log.Debug("answer a tool call", "err", err)
+	}
+}
