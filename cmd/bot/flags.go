@@ -28,6 +28,7 @@ var flagSpecs = []flagSpec{
 	{"since", "", "AGE", "how far back to look, in days (7d) or as a Go duration (36h); default 7d for bot feedback, 30d for bot usage"},
 	{"by", "", "GROUP", "one line per channel, user, repo or model (bot usage; default one line)"},
 	{"json", "", "", "print JSON instead of text"},
+	{"local", "", "", "run the tool in this process, not in a bot serve running on the same data directory (bot tool)"},
 	{"env-file", "", "FILE", "read settings from this .env file; without it ./.env is read unless it is inside a repository being answered about"},
 	{"v", "", "", "log debug details to stderr (sets BOT_LOG_LEVEL=debug)"},
 }
@@ -40,6 +41,7 @@ type flags struct {
 	in      string // --in: a repository of BOT_CONFIG by name
 	since   string // --since: how far back bot feedback and bot usage look; empty for their own default
 	json    bool   // --json: print JSON instead of text
+	local   bool   // --local: bot tool runs the call itself
 	verbose bool
 	by      string // --by: bot usage's grouping
 }
@@ -64,6 +66,8 @@ func newFlags(cmd command) *flags {
 			f.fs.StringVar(&f.by, s.name, "", s.help)
 		case "json":
 			f.fs.BoolVar(&f.json, s.name, false, s.help)
+		case "local":
+			f.fs.BoolVar(&f.local, s.name, false, s.help)
 		default:
 			f.fs.String(s.name, "", s.help)
 		}

@@ -86,8 +86,8 @@ var (
 			terminalFlags, false},
 		{"mcp", "bot mcp [flags]", "Serve the repositories to an MCP client (Claude Code, Cursor, …) over stdin and stdout: the read-only tools,\neach with a repo argument, and ask, which runs the whole agent. See README.md, \"askrepo as an MCP server\".",
 			terminalFlags, false},
-		{"tool", `bot tool [flags] [NAME ['{"arg": …}']]`, "Run one tool on the checkout and print exactly what the model would read; without a name, list the tools.\nThe checkout is REPO_PATH, --repo DIR, or the repository NAME of BOT_CONFIG with --in NAME.\nExit status 1 when the tool returns an error (printed), 2 for a mistake in the command line.",
-			[]string{"repo", "in", "config", "data-dir", "env-file", "v"}, true},
+		{"tool", `bot tool [flags] [NAME ['{"arg": …}']]`, "Run one tool on the checkout and print exactly what the model would read; without a name, list the tools.\nThe checkout is REPO_PATH, --repo DIR, or the repository NAME of BOT_CONFIG with --in NAME.\nWhen bot serve runs on the same data directory with the same settings, it runs the call (--local: never).\nExit status 1 when the tool returns an error (printed), 2 for a mistake in the command line.",
+			[]string{"repo", "in", "local", "config", "data-dir", "env-file", "v"}, true},
 		{"sessions", "bot sessions [flags]", "List the stored Slack thread sessions, newest first, with their token totals.",
 			[]string{"config", "data-dir", "env-file"}, false},
 		{"feedback", "bot feedback [--since 7d] [--json] [flags]", "List the feedback people gave answers in Slack, newest first, with each answer's question,\nan excerpt of it, its repo and commit, and its tool calls, for review.",
@@ -215,7 +215,7 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		if repoFlag && fl.in != "" {
 			return usageError{"--repo and --in both name the checkout; give one"}
 		}
-		return runTool(ctx, cfg, env, repoFlag, fl.in, pos, isTerminal(stderr), out, errOut)
+		return runTool(ctx, cfg, env, toolTarget{pathOnly: repoFlag, repo: fl.in, local: fl.local}, pos, isTerminal(stderr), out, errOut)
 	case "chat":
 		return runChat(ctx, cfg, env, repoFlag, stdin, out, errOut)
 	case "mcp":

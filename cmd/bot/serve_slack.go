@@ -44,6 +44,7 @@ func serveSlack(ctx context.Context, cfg config.Config, env func(string) (string
 // by run; tests build one to reach its repositories.
 type service struct {
 	cfg   config.Config
+	env   func(string) (string, bool)
 	log   *slog.Logger
 	core  *core
 	store session.Store
@@ -119,7 +120,7 @@ func newService(ctx context.Context, cfg config.Config, env func(string) (string
 		c.Close()
 		return nil, err
 	}
-	return &service{cfg: cfg, log: log, core: c, store: store, bot: bot, mcp: mcpSrv}, nil
+	return &service{cfg: cfg, env: env, log: log, core: c, store: store, bot: bot, mcp: mcpSrv}, nil
 }
 
 // Close closes the store and the repositories; after run has returned.
@@ -174,6 +175,7 @@ func (s *service) run(ctx context.Context) error {
 		return err
 	}
 	defer release()
+	defer s.listenTools(log)()
 	// "serving Slack" comes from the bot once Slack accepted the tokens.
 	log.Info("connecting to Slack", "repos", s.core.repos.Repos(), "model", s.core.name)
 	if err := s.bot.Run(ctx); err != nil {

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/askrepo/askrepo/internal/agent"
 	"github.com/askrepo/askrepo/internal/config"
 	"github.com/askrepo/askrepo/internal/gitexec"
 	"github.com/askrepo/askrepo/internal/repos"
@@ -96,52 +96,36 @@ func argKeys(reg *tools.Registry, name string) string {
 	return ""
 }
 
+// toolTarget is the checkout a bot tool command names, and how to run it.
+type toolTarget struct {
+	pathOnly bool   // --repo DIR: that checkout, not BOT_CONFIG's
+	repo     string // --in NAME: that repository of BOT_CONFIG ("" for the only one)
+	local    bool   // --local: never hand the call to a running service
+}
+
 // runTool runs one tool call over the repository named by --in (or the
-// only one configured) and prints its result. It uses the code index of
-// the checkout's commit kept in BOT_DATA_DIR, building (or updating) it
-// first when there is none, and saying so on a terminal (progress); when
-// there is no index the tools scan, as they do in a turn whose index is
-// not ready.
-func runTool(ctx context.Context, cfg config.Config, env func(string) (string, bool), pathOnly bool, repo string, pos []string, progress bool, out, errOut *screen) error {
+// only one configured) and prints its result. A bot serve running on the
+// same data directory with the same settings runs it, when there is one
+// (handToService). Otherwise it runs here, with the code index of the
+// checkout's commit kept in BOT_DATA_DIR, building (or updating) it first
+// when there is none, and saying so on a terminal (progress); when there
+// is no index the tools scan, as they do in a turn whose index is not
+// ready.
+func runTool(ctx context.Context, cfg config.Config, env func(string) (string, bool), t toolTarget, pos []string, progress bool, out, errOut *screen) error {
 	call, err := toolCall(pos)
 	if err != nil {
 		return err
 	}
-	// One call lives tens of milliseconds over a few megabytes of heap
-	// (the saved index is mapped, not read in): collecting that heap as
-	// often as a service must costs more than it frees, about a tenth of
-	// a search's time on a large repository.
-	debug.SetGCPercent(400)
-	// A call that would not use the index (a file read, a pattern with no
-	// literal to narrow by) loads none: that costs more than the call.
-	cfg.Index = cfg.Index && tools.NewRegistry(tools.Default(nil, tools.Options{})...).UsesIndex(call)
 	log := terminalLogger(cfg, errOut)
-	c, err := newCore(ctx, cfg, env, pathOnly, log, nil, true)
+	res, handed, err := handToService(ctx, cfg, env, t, call, dimLine(errOut, progress), log)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if repo == "" {
-		names := c.repos.Repos()
-		if len(names) != 1 {
-			return usageError{fmt.Sprintf("BOT_CONFIG lists %d repositories; pick one with --in NAME: %s", len(names), strings.Join(names, ", "))}
-		}
-		repo = names[0]
-	}
-	if cfg.Index {
-		if err := waitIndex(ctx, c.repos, repo, progress, errOut); err != nil {
+	if !handed {
+		if res, err = runToolHere(ctx, cfg, env, t, call, progress, log, errOut); err != nil {
 			return err
 		}
 	}
-	lease, err := c.repos.Acquire(ctx, repo)
-	if err != nil {
-		return err
-	}
-	defer lease.Release()
-	reg := tools.NewRegistry(tools.Default(lease.Workspace, tools.Options{Index: lease.Index})...)
-	ctx, cancel := context.WithTimeout(ctx, cmp.Or(cfg.ToolTimeout, agent.DefaultToolTimeout))
-	defer cancel()
-	res := reg.Run(ctx, call)
 	io.WriteString(out, res.Content)
 	if !strings.HasSuffix(res.Content, "\n") {
 		io.WriteString(out, "\n")
@@ -152,17 +136,43 @@ func runTool(ctx context.Context, cfg config.Config, env func(string) (string, b
 	return nil
 }
 
+// runToolHere runs call in this process, opening the checkout itself.
+func runToolHere(ctx context.Context, cfg config.Config, env func(string) (string, bool), t toolTarget, call tools.Call, progress bool, log *slog.Logger, errOut *screen) (tools.Result, error) {
+	// One call lives tens of milliseconds over a few megabytes of heap
+	// (the saved index is mapped, not read in): collecting that heap as
+	// often as a service must costs more than it frees, about a tenth of
+	// a search's time on a large repository.
+	debug.SetGCPercent(400)
+	// A call that would not use the index (a file read, a pattern with no
+	// literal to narrow by) loads none: that costs more than the call.
+	cfg.Index = cfg.Index && tools.NewRegistry(tools.Default(nil, tools.Options{})...).UsesIndex(call)
+	c, err := newCore(ctx, cfg, env, t.pathOnly, log, nil, true)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	defer c.Close()
+	repo := t.repo
+	if repo == "" {
+		names := c.repos.Repos()
+		if len(names) != 1 {
+			return tools.Result{}, usageError{fmt.Sprintf("BOT_CONFIG lists %d repositories; pick one with --in NAME: %s", len(names), strings.Join(names, ", "))}
+		}
+		repo = names[0]
+	}
+	return c.runCall(ctx, repo, call, dimLine(errOut, progress))
+}
+
 // waitIndex waits for the code index of repo's current commit: loaded from
 // BOT_DATA_DIR, or built (or updated from an earlier commit's) and saved
 // there. A repository that gets none (not a git checkout) is left to the
-// tools, which scan and say why.
-func waitIndex(ctx context.Context, m *repos.Manager, repo string, progress bool, errOut *screen) error {
+// tools, which scan and say why. While one is built, say (if not nil) gets
+// a line saying so, then how it ended.
+func waitIndex(ctx context.Context, m *repos.Manager, repo string, say func(string)) error {
 	start := time.Now()
 	shown := false
 	for _, h := range m.Health() {
-		if progress && h.Name == repo && h.Index != nil && h.Index.State == repos.IndexBuilding {
-			errOut.style(dim, fmt.Sprintf("Indexing %s@%s…", repo, gitexec.ShortCommit(h.Index.Commit)))
-			errOut.Flush()
+		if say != nil && h.Name == repo && h.Index != nil && h.Index.State == repos.IndexBuilding {
+			say(fmt.Sprintf("Indexing %s@%s…", repo, gitexec.ShortCommit(h.Index.Commit)))
 			shown = true
 		}
 	}
@@ -174,9 +184,21 @@ func waitIndex(ctx context.Context, m *repos.Manager, repo string, progress bool
 		return err
 	case !shown:
 	case h.State == repos.IndexReady:
-		errOut.style(dim, fmt.Sprintf(" %d files in %.1fs\n", h.Files, time.Since(start).Seconds()))
+		say(fmt.Sprintf(" %d files in %.1fs\n", h.Files, time.Since(start).Seconds()))
 	default:
-		errOut.style(dim, " failed\n")
+		say(" failed\n")
 	}
 	return nil
+}
+
+// dimLine shows progress on errOut, dim, at once; nil where there is no
+// terminal to show it on.
+func dimLine(errOut *screen, progress bool) func(string) {
+	if !progress {
+		return nil
+	}
+	return func(s string) {
+		errOut.style(dim, s)
+		errOut.Flush()
+	}
 }

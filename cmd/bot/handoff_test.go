@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// botTool runs `bot tool args…` as its own process with env, and returns
+// what it printed and its exit status.
+func botTool(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(botPath, append([]string{"tool"}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, t.TempDir(), &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("bot tool: %v", err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// handedCalls counts the calls the service ran for bot tool.
+func handedCalls(p *proc) int { return strings.Count(p.logs.String(), `"msg":"ran a bot tool call"`) }
+
+// bot tool beside a running bot serve on the same data directory and
+// settings has the service run its call, and prints exactly what a local
+// run prints, errors and exit status included. With other settings, with
+// --local, or once the service is gone, it runs the call itself.
+func TestToolHandedToTheService(t *testing.T) {
+	w := newWorld(t, "REPO_PATH="+toolRepo(t))
+	p := w.start()
+	w.waitLog(p, `"msg":"taking bot tool calls"`)
+	calls := []struct {
+		name string
+		args []string
+		code int
+		want string // a part of stdout
+	}{
+		{"a file", []string{"read_file", `{"path":"README.md"}`}, 0, "Widget turns sprockets"},
+		{"a search through the index", []string{"search_code", `{"pattern":"Backoff"}`}, 0, "retry/use.go:3"},
+		{"a search with no literal", []string{"search_code", `{"pattern":"\\w+\\("}`}, 0, "retry/backoff.go:4"},
+		{"a symbol", []string{"find_symbol", `{"name":"Backoff"}`}, 0, "retry/backoff.go:4  func"},
+		{"the map", []string{"repo_map", `{}`}, 0, "retry/backoff.go"},
+		{"escaped output", []string{"search_code", `{"pattern":"Backoff \\x1b","include":"*.txt"}`}, 0, "evil.txt:1: Backoff "},
+		{"a denied file", []string{"read_file", `{"path":".env"}`}, 1, "denied"},
+		{"outside the checkout", []string{"read_file", `{"path":"../../etc/passwd"}`}, 1, "outside the workspace"},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			before := handedCalls(p)
+			out, errOut, code := botTool(t, w.env, c.args...)
+			if handedCalls(p) != before+1 {
+				t.Errorf("the service did not run the call (%d before, %d after)\n%s", before, handedCalls(p), errOut)
+			}
+			localOut, localErr, localCode := botTool(t, w.env, append([]string{"--local"}, c.args...)...)
+			if handedCalls(p) != before+1 {
+				t.Errorf("--local was handed to the service")
+			}
+			// stderr: the same error line; a local run also logs its index.
+			if out != localOut || code != localCode || lineWith(errOut, "bot:") != lineWith(localErr, "bot:") {
+				t.Errorf("handed over: %d\n%q\n%q\nlocal: %d\n%q\n%q", code, out, errOut, localCode, localOut, localErr)
+			}
+			if code != c.code || !strings.Contains(out, c.want) {
+				t.Errorf("exit %d, stdout %q; want %d and %q", code, out, c.code, c.want)
+			}
+			if strings.ContainsAny(out+errOut, "\x1b\x07") || strings.Contains(out+errOut, "hunter2") {
+				t.Errorf("raw control bytes or the secret printed:\n%q\n%q", out, errOut)
+			}
+		})
+	}
+
+	t.Run("other settings run here", func(t *testing.T) {
+		before := handedCalls(p)
+		env := append(append([]string(nil), w.env...), "REPO_DENY=README.md")
+		out, errOut, code := botTool(t, env, "read_file", `{"path":"README.md"}`)
+		if code != 1 || !strings.Contains(out, "denied") {
+			t.Errorf("README.md denied here but read: exit %d\n%s\n%s", code, out, errOut)
+		}
+		if handedCalls(p) != before {
+			t.Errorf("a call with other settings was handed to the service")
+		}
+		if !strings.Contains(errOut, "running the call here") || !strings.Contains(errOut, "settings") {
+			t.Errorf("stderr does not say why the call runs here:\n%s", errOut)
+		}
+	})
+
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit code = %d", code)
+	}
+	out, errOut, code := botTool(t, w.env, "find_symbol", `{"name":"Backoff"}`)
+	if code != 0 || !strings.Contains(out, "retry/backoff.go:4  func") {
+		t.Errorf("with the service gone: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
