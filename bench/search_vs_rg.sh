@@ -18,7 +18,9 @@
 # `bot tool search_code JSON --repo TREE` runs it, a fresh process that
 # loads the index saved in its BOT_DATA_DIR (built and saved once before the
 # rounds), and as `bot tool search_code JSON --in NAME` runs it over the
-# same tree served as a url repository (a clone the service keeps). In-process figures through the index come from searchbench -data,
+# same tree served as a url repository (a clone the service keeps), run
+# here (--local) and handed to a bot serve running on that data directory.
+# In-process figures through the index come from searchbench -data,
 # which opens the repository as the service does, over its own data
 # directory.
 #
@@ -79,8 +81,25 @@ echo "bot tool: index built and saved in $(awk -v a="$start" -v b="$EPOCHREALTIM
 # before left.
 git clone -q --bare "$tree" "$work/remote.git"
 printf 'repos:\n  - name: tree\n    url: file://%s\n    channels: ["*"]\n' "$work/remote.git" >"$work/askrepo.yaml"
-botin="env BOT_CONFIG=$work/askrepo.yaml BOT_DATA_DIR=$work/botdata-url BOT_REPO_SYNC=24h $work/bot tool search_code"
+botin="env BOT_CONFIG=$work/askrepo.yaml BOT_DATA_DIR=$work/botdata-url BOT_REPO_SYNC=24h $work/bot tool --local search_code"
 $botin '{"pattern": "x"}' --in tree >/dev/null
+# And with bot serve running on that data directory, which bot tool hands
+# its call to: the service, connected to a fake Slack (bench/cmd/fakeslack),
+# holds the checkout, its listing and the index loaded.
+go build -o "$work/fakeslack" ./bench/cmd/fakeslack
+"$work/fakeslack" >"$work/slack.env" &
+fakeslack=$! served=
+trap 'kill $fakeslack $served 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+until [ -s "$work/slack.env" ]; do sleep 0.05; done
+env $(cat "$work/slack.env") OPENAI_API_KEY= BOT_CONFIG="$work/askrepo.yaml" BOT_DATA_DIR="$work/botdata-url" BOT_REPO_SYNC=24h \
+	BOT_HTTP_ADDR=127.0.0.1:0 BOT_LOG_LEVEL=debug "$work/bot" serve >"$work/serve.log" 2>&1 &
+served=$!
+until grep -q '"msg":"code index ready"' "$work/serve.log" && grep -q '"msg":"taking bot tool calls"' "$work/serve.log"; do
+	kill -0 $served 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
+	sleep 0.1
+done
+botsvc="env BOT_CONFIG=$work/askrepo.yaml BOT_DATA_DIR=$work/botdata-url BOT_REPO_SYNC=24h $work/bot tool search_code"
+handed() { grep -c '"msg":"ran a bot tool call"' "$work/serve.log"; }
 $sbx -args '{"pattern": "x"}' >/dev/null 2>&1
 
 # rounds NAME=COMMAND... times each command once per round, RUNS rounds
@@ -143,12 +162,15 @@ compare() { # name, rg args..., -- search_code JSON
 	$sb -cache -n "$RUNS" -args "$json" 2>&1 >/dev/null
 	echo "bot tool search_code:       $($bot "$json" --repo "$tree" 2>/dev/null | head -1)"
 	echo "bot tool search_code --in:  $($botin "$json" --in tree 2>/dev/null | head -1)"
+	local before=$(handed)
+	echo "bot tool, bot serve runs:   $($botsvc "$json" --in tree 2>/dev/null | head -1) (the service ran $(($(handed) - before)) call)"
 	echo -n "search_code through the index in-process, file list cached: "
 	$sbx -cache -n "$RUNS" -args "$json" 2>&1 >/dev/null
 	local contenders=("rg=$(printf '%q ' "${rg[@]}" -c "${rgargs[@]}" "$tree")"
 		"search_code=$sb -args $(printf '%q' "$json")"
 		"bot tool, index=$bot $(printf '%q' "$json") --repo $tree"
-		"bot tool --in, index=$botin $(printf '%q' "$json") --in tree")
+		"bot tool --in, index=$botin $(printf '%q' "$json") --in tree"
+		"bot tool, serve runs=$botsvc $(printf '%q' "$json") --in tree")
 	[ -n "$BASELINE" ] && contenders+=("search_code (baseline)=$BASELINE -dir $tree -args $(printf '%q' "$json")")
 	rounds "${contenders[@]}"
 }
