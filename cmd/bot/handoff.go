@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/agent"
@@ -28,8 +29,18 @@ import (
 
 // toolKey is what a tool call's result depends on besides the checkout:
 // the build, the repository's settings, the tools' settings, and where git
-// finds the user's excludes file (for a checkout's untracked files).
+// finds the user's excludes file (for a checkout's untracked files). A
+// checkout's path is made absolute first: REPO_PATH=. (the default) in the
+// service's working directory and in the caller's are two checkouts,
+// however alike their names.
 func toolKey(cfg config.Config, s repos.Spec, env func(string) (string, bool)) string {
+	if s.Path != "" {
+		abs, err := filepath.Abs(s.Path)
+		if err != nil {
+			return "" // matches nothing: the call runs locally
+		}
+		s.Path = abs
+	}
 	home, _ := env("HOME")
 	xdg, _ := env("XDG_CONFIG_HOME")
 	parts := struct {
@@ -100,7 +111,9 @@ func (s *service) listenTools(log *slog.Logger) (stop func()) {
 	}
 	keys := make(map[string]string, len(specs))
 	for _, sp := range specs {
-		keys[toolKey(s.cfg, sp, s.env)] = sp.Name
+		if k := toolKey(s.cfg, sp, s.env); k != "" { // "": no key, so no caller's
+			keys[k] = sp.Name
+		}
 	}
 	srv, err := handoff.Listen(s.cfg.DataDir, s.core.handOver(keys, log), handoff.Options{
 		Timeout: 2*cmp.Or(s.cfg.ToolTimeout, agent.DefaultToolTimeout) + time.Minute,

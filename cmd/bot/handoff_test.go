@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/repos"
 )
 
 // botTool runs `bot tool args…` as its own process with env, and returns
@@ -98,5 +103,36 @@ func TestToolHandedToTheService(t *testing.T) {
 	out, errOut, code := botTool(t, w.env, "find_symbol", `{"name":"Backoff"}`)
 	if code != 0 || !strings.Contains(out, "retry/backoff.go:4  func") {
 		t.Errorf("with the service gone: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// A relative checkout path (REPO_PATH's default is ".") names a different
+// checkout from each working directory: a caller elsewhere must not get
+// the service's checkout for its own, even when the directories share a
+// name.
+func TestToolKeyResolvesRelativePaths(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a", "app"), filepath.Join(root, "b", "app")
+	for _, d := range []string{a, b} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := func(string) (string, bool) { return "", false }
+	key := func(dir string) string {
+		t.Chdir(dir)
+		cfg := config.Config{RepoPath: "."}
+		specs, err := repos.PathOnly(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toolKey(cfg, specs[0], env)
+	}
+	ka, kb := key(a), key(b)
+	if ka == kb {
+		t.Errorf("REPO_PATH=. in %s and in %s give the same key: the service would answer about the other checkout", a, b)
+	}
+	if key(a) != ka {
+		t.Errorf("the key of one checkout changed between two calls")
 	}
 }
