@@ -197,6 +197,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		s.reply(c, Response{Refused: "busy: run it yourself"})
 		return
 	}
+	s.reply(c, Response{Accepted: true})
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 	defer cancel()
 	// The caller sends nothing more: a read that returns means it hung up
