@@ -83,6 +83,9 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 	if len(path) > maxPath {
 		return nil, fmt.Errorf("the socket path %s is longer than a unix socket's %d bytes: use a shorter BOT_DATA_DIR", path, maxPath)
 	}
+	if err := steadyDir(dataDir); err != nil {
+		return nil, err
+	}
 	dir := filepath.Dir(path)
 	if err := privateDir(dir); err != nil {
 		return nil, err
@@ -125,6 +128,25 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{ln: ln, lock: lock, h: h, opts: opts, log: log, sem: make(chan struct{}, opts.MaxConcurrent), conns: make(chan struct{}, connsPerCall*opts.MaxConcurrent), ctx: ctx, cancel: cancel}, nil
+}
+
+// steadyDir says why dataDir's entries could be renamed by another user,
+// if they could: it belongs to another user (root aside), or others may
+// write to it without the sticky bit. Such a user could swap Dir for a
+// symlink between privateDir's check and the lock, the removal and the
+// chmod that follow, and have them made through it.
+func steadyDir(dataDir string) error {
+	fi, err := os.Stat(dataDir)
+	if err != nil {
+		return fmt.Errorf("check the data directory: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("the data directory %s belongs to another user (uid %d): no socket for bot tool there", dataDir, st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("the data directory %s may be changed by other users (mode %v): no socket for bot tool there; chmod go-w it", dataDir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // privateDir makes dir, a directory this user owns that no one else can
