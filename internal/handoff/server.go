@@ -90,9 +90,9 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 	if err := privateDir(dir); err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	lock, err := openLock(filepath.Join(dir, lockFile))
 	if err != nil {
-		return nil, fmt.Errorf("open the socket's lock: %w", err)
+		return nil, err
 	}
 	if err := flock.TryLock(lock); err != nil {
 		lock.Close()
@@ -147,6 +147,32 @@ func steadyDir(dataDir string) error {
 		return fmt.Errorf("the data directory %s may be changed by other users (mode %v): no socket for bot tool there; chmod go-w it", dataDir, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// openLock opens the socket's lock at path, ours: one that another user
+// made while Dir was open to others (privateDir closes it only now) is
+// replaced, since its maker could hold a flock on it forever and keep the
+// service from taking calls.
+func openLock(path string) (*os.File, error) {
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open the socket's lock: %w", err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("check the socket's lock: %w", err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) == os.Getuid() {
+			return f, nil
+		}
+		f.Close()
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("remove another user's lock: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("the socket's lock %s belongs to another user", path)
 }
 
 // privateDir makes dir, a directory this user owns that no one else can
