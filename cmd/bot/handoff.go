@@ -116,7 +116,7 @@ func (s *service) listenTools(log *slog.Logger) (stop func()) {
 		}
 	}
 	srv, err := handoff.Listen(s.cfg.DataDir, s.core.handOver(keys, log), handoff.Options{
-		Timeout: 2*cmp.Or(s.cfg.ToolTimeout, agent.DefaultToolTimeout) + time.Minute,
+		Timeout: handoffTimeout(s.cfg),
 		Logger:  log,
 	})
 	if err != nil {
@@ -134,6 +134,20 @@ func (s *service) listenTools(log *slog.Logger) (stop func()) {
 		<-done
 	}
 }
+
+// handoffTimeout bounds a handed-over call in the service: the tool's
+// timeout twice over (for the index it may wait for, then for the call)
+// and handoffIndexWait more.
+func handoffTimeout(cfg config.Config) time.Duration {
+	return 2*cmp.Or(cfg.ToolTimeout, agent.DefaultToolTimeout) + handoffIndexWait
+}
+
+// handoffIndexWait is the time a handed-over call gets besides its tool's
+// timeout, to wait for the code index; handoffSlack is how much longer
+// than the service's bound its caller waits before it gives up on a
+// service that took the call and went silent (stopped with SIGSTOP, or
+// wedged) and runs the call itself. Variables for the tests.
+var handoffIndexWait, handoffSlack = time.Minute, 10 * time.Second
 
 // handOver is the service's side of a handed-over call: run it over the
 // repository whose key the caller's matches, or refuse.
@@ -177,7 +191,9 @@ func handToService(ctx context.Context, cfg config.Config, env func(string) (str
 	if spec == nil {
 		return tools.Result{}, false, nil
 	}
-	resp, err := handoff.Call(ctx, cfg.DataDir, handoff.Request{Key: toolKey(cfg, *spec, env), Tool: call.Name, Input: call.Input}, say)
+	callCtx, cancel := context.WithTimeout(ctx, handoffTimeout(cfg)+handoffSlack)
+	defer cancel()
+	resp, err := handoff.Call(callCtx, cfg.DataDir, handoff.Request{Key: toolKey(cfg, *spec, env), Tool: call.Name, Input: call.Input}, say)
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, false, ctx.Err()
