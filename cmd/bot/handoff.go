@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/askrepo/askrepo/internal/agent"
@@ -28,8 +29,18 @@ import (
 
 // toolKey is what a tool call's result depends on besides the checkout:
 // the build, the repository's settings, the tools' settings, and where git
-// finds the user's excludes file (for a checkout's untracked files).
+// finds the user's excludes file (for a checkout's untracked files). A
+// checkout's path is made absolute first: REPO_PATH=. (the default) in the
+// service's working directory and in the caller's are two checkouts,
+// however alike their names.
 func toolKey(cfg config.Config, s repos.Spec, env func(string) (string, bool)) string {
+	if s.Path != "" {
+		abs, err := filepath.Abs(s.Path)
+		if err != nil {
+			return "" // matches nothing: the call runs locally
+		}
+		s.Path = abs
+	}
 	home, _ := env("HOME")
 	xdg, _ := env("XDG_CONFIG_HOME")
 	parts := struct {
@@ -100,10 +111,12 @@ func (s *service) listenTools(log *slog.Logger) (stop func()) {
 	}
 	keys := make(map[string]string, len(specs))
 	for _, sp := range specs {
-		keys[toolKey(s.cfg, sp, s.env)] = sp.Name
+		if k := toolKey(s.cfg, sp, s.env); k != "" { // "": no key, so no caller's
+			keys[k] = sp.Name
+		}
 	}
 	srv, err := handoff.Listen(s.cfg.DataDir, s.core.handOver(keys, log), handoff.Options{
-		Timeout: 2*cmp.Or(s.cfg.ToolTimeout, agent.DefaultToolTimeout) + time.Minute,
+		Timeout: handoffTimeout(s.cfg),
 		Logger:  log,
 	})
 	if err != nil {
@@ -121,6 +134,20 @@ func (s *service) listenTools(log *slog.Logger) (stop func()) {
 		<-done
 	}
 }
+
+// handoffTimeout bounds a handed-over call in the service: the tool's
+// timeout twice over (for the index it may wait for, then for the call)
+// and handoffIndexWait more.
+func handoffTimeout(cfg config.Config) time.Duration {
+	return 2*cmp.Or(cfg.ToolTimeout, agent.DefaultToolTimeout) + handoffIndexWait
+}
+
+// handoffIndexWait is the time a handed-over call gets besides its tool's
+// timeout, to wait for the code index; handoffSlack is how much longer
+// than the service's bound its caller waits before it gives up on a
+// service that took the call and went silent (stopped with SIGSTOP, or
+// wedged) and runs the call itself. Variables for the tests.
+var handoffIndexWait, handoffSlack = time.Minute, 10 * time.Second
 
 // handOver is the service's side of a handed-over call: run it over the
 // repository whose key the caller's matches, or refuse.
@@ -164,7 +191,9 @@ func handToService(ctx context.Context, cfg config.Config, env func(string) (str
 	if spec == nil {
 		return tools.Result{}, false, nil
 	}
-	resp, err := handoff.Call(ctx, cfg.DataDir, handoff.Request{Key: toolKey(cfg, *spec, env), Tool: call.Name, Input: call.Input}, say)
+	callCtx, cancel := context.WithTimeout(ctx, handoffTimeout(cfg)+handoffSlack)
+	defer cancel()
+	resp, err := handoff.Call(callCtx, cfg.DataDir, handoff.Request{Key: toolKey(cfg, *spec, env), Tool: call.Name, Input: call.Input}, say)
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, false, ctx.Err()

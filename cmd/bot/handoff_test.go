@@ -2,11 +2,22 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/askrepo/askrepo/internal/config"
+	"github.com/askrepo/askrepo/internal/handoff"
+	"github.com/askrepo/askrepo/internal/repos"
+	"github.com/askrepo/askrepo/internal/tools"
 )
 
 // botTool runs `bot tool args…` as its own process with env, and returns
@@ -98,5 +109,81 @@ func TestToolHandedToTheService(t *testing.T) {
 	out, errOut, code := botTool(t, w.env, "find_symbol", `{"name":"Backoff"}`)
 	if code != 0 || !strings.Contains(out, "retry/backoff.go:4  func") {
 		t.Errorf("with the service gone: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// A relative checkout path (REPO_PATH's default is ".") names a different
+// checkout from each working directory: a caller elsewhere must not get
+// the service's checkout for its own, even when the directories share a
+// name.
+func TestToolKeyResolvesRelativePaths(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a", "app"), filepath.Join(root, "b", "app")
+	for _, d := range []string{a, b} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := func(string) (string, bool) { return "", false }
+	key := func(dir string) string {
+		t.Chdir(dir)
+		cfg := config.Config{RepoPath: "."}
+		specs, err := repos.PathOnly(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return toolKey(cfg, specs[0], env)
+	}
+	ka, kb := key(a), key(b)
+	if ka == kb {
+		t.Errorf("REPO_PATH=. in %s and in %s give the same key: the service would answer about the other checkout", a, b)
+	}
+	if key(a) != ka {
+		t.Errorf("the key of one checkout changed between two calls")
+	}
+}
+
+// A service that took the call (Accepted) and then stopped answering (it
+// was stopped with SIGSTOP, or wedged) costs the caller at most the
+// service's own bound on a call, after which it runs the call itself.
+func TestToolRunsHereWhenTheServiceGoesSilent(t *testing.T) {
+	defer func(s, i time.Duration) { handoffSlack, handoffIndexWait = s, i }(handoffSlack, handoffIndexWait)
+	handoffSlack, handoffIndexWait = 0, 0
+	data := t.TempDir()
+	if err := os.Mkdir(filepath.Join(data, handoff.Dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", handoff.Path(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			json.NewEncoder(c).Encode(handoff.Response{Accepted: true})
+		}
+	}()
+	cfg := config.Config{RepoPath: toolRepo(t), DataDir: data, ToolTimeout: 50 * time.Millisecond}
+	env := func(string) (string, bool) { return "", false }
+	call := tools.Call{ID: "cli", Name: "read_file", Input: json.RawMessage(`{"path":"README.md"}`)}
+	done := make(chan error, 1)
+	var handed bool
+	go func() {
+		var err error
+		_, handed, err = handToService(t.Context(), cfg, env, toolTarget{}, call, nil, slog.New(slog.DiscardHandler))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil || handed {
+			t.Errorf("handToService = handed %v, %v; want the call left to this process", handed, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("bot tool still waits on a service that took its call and went silent")
 	}
 }

@@ -20,6 +20,12 @@ const maxResponse = 16 << 20
 // dialTimeout bounds connecting: a live service accepts at once.
 const dialTimeout = time.Second
 
+// answerWait bounds the wait for the service's first answer (Accepted, or
+// a refusal): a live one sends it within milliseconds, but a stopped
+// (SIGSTOP, Ctrl-Z) or wedged one still completes connections into its
+// socket's backlog, and its caller would otherwise wait forever.
+var answerWait = 2 * ioTimeout
+
 // Call hands req to the service listening on dataDir and returns its
 // result, passing each line of progress to progress (nil: dropped) as it
 // comes. Any error means the call was not run there (ErrNoService,
@@ -40,6 +46,7 @@ func Call(ctx context.Context, dataDir string, req Request, progress func(string
 	if err := checkPeer(c); err != nil {
 		return Response{}, err
 	}
+	_ = c.SetDeadline(time.Now().Add(answerWait))
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
 	defer stop()
 	if err := json.NewEncoder(c).Encode(req); err != nil {
@@ -47,10 +54,22 @@ func Call(ctx context.Context, dataDir string, req Request, progress func(string
 	}
 	dec := json.NewDecoder(io.LimitReader(c, maxResponse))
 	var resp Response
-	for {
+	for first := true; ; first = false {
 		resp = Response{}
 		if err := dec.Decode(&resp); err != nil {
 			return Response{}, fmt.Errorf("read the result: %w", cmpCtx(ctx, err))
+		}
+		if first {
+			// The service is alive and took the call; from here its own
+			// timeout bounds it. Cleared before ctx is looked at, so
+			// a cancel in between still cuts the connection.
+			_ = c.SetDeadline(time.Time{})
+			if ctx.Err() != nil {
+				return Response{}, ctx.Err()
+			}
+		}
+		if resp.Accepted {
+			continue
 		}
 		if resp.Progress == "" {
 			break

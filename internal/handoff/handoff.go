@@ -62,6 +62,10 @@ type Response struct {
 	// Progress, when not empty, is a line of progress (the service is
 	// indexing for the call); the result follows in another Response.
 	Progress string `json:"progress,omitempty"`
+	// Accepted is the service's first answer to a call it runs, sent at
+	// once, so that a caller can tell a live service from one that only
+	// holds its socket; the result follows in another Response.
+	Accepted bool `json:"accepted,omitempty"`
 }
 
 // ErrNoService is Call's answer when no service listens on the data

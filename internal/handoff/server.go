@@ -42,7 +42,15 @@ var ErrInUse = errors.New("another process takes tool calls on this data directo
 
 // ioTimeout bounds reading a request and writing a response: both are one
 // small JSON value on a local socket.
-const ioTimeout = 5 * time.Second
+var ioTimeout = 5 * time.Second
+
+// connsPerCall bounds the connections served at once, as a multiple of
+// MaxConcurrent: a request is read before the call can be refused as busy,
+// so without a bound of their own, clients that connect and send nothing
+// (or a request slowly) would each hold a goroutine, a descriptor and up to
+// maxRequest of buffer until ioTimeout. One past the bound is turned away
+// as busy at once.
+const connsPerCall = 8
 
 // Server takes tool calls on a data directory's socket. Its methods are
 // safe for concurrent use.
@@ -53,10 +61,13 @@ type Server struct {
 	opts   Options
 	log    *slog.Logger
 	sem    chan struct{}
+	conns  chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
+	mu     sync.Mutex
+	closed bool // no wg.Add once Close waits
 }
 
 // Listen makes the socket of dataDir and returns the server, which takes
@@ -72,13 +83,16 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 	if len(path) > maxPath {
 		return nil, fmt.Errorf("the socket path %s is longer than a unix socket's %d bytes: use a shorter BOT_DATA_DIR", path, maxPath)
 	}
+	if err := steadyDir(dataDir); err != nil {
+		return nil, err
+	}
 	dir := filepath.Dir(path)
 	if err := privateDir(dir); err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	lock, err := openLock(filepath.Join(dir, lockFile))
 	if err != nil {
-		return nil, fmt.Errorf("open the socket's lock: %w", err)
+		return nil, err
 	}
 	if err := flock.TryLock(lock); err != nil {
 		lock.Close()
@@ -113,7 +127,52 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{ln: ln, lock: lock, h: h, opts: opts, log: log, sem: make(chan struct{}, opts.MaxConcurrent), ctx: ctx, cancel: cancel}, nil
+	return &Server{ln: ln, lock: lock, h: h, opts: opts, log: log, sem: make(chan struct{}, opts.MaxConcurrent), conns: make(chan struct{}, connsPerCall*opts.MaxConcurrent), ctx: ctx, cancel: cancel}, nil
+}
+
+// steadyDir says why dataDir's entries could be renamed by another user,
+// if they could: it belongs to another user (root aside), or others may
+// write to it without the sticky bit. Such a user could swap Dir for a
+// symlink between privateDir's check and the lock, the removal and the
+// chmod that follow, and have them made through it.
+func steadyDir(dataDir string) error {
+	fi, err := os.Stat(dataDir)
+	if err != nil {
+		return fmt.Errorf("check the data directory: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("the data directory %s belongs to another user (uid %d): no socket for bot tool there", dataDir, st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("the data directory %s may be changed by other users (mode %v): no socket for bot tool there; chmod go-w it", dataDir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// openLock opens the socket's lock at path, ours: one that another user
+// made while Dir was open to others (privateDir closes it only now) is
+// replaced, since its maker could hold a flock on it forever and keep the
+// service from taking calls.
+func openLock(path string) (*os.File, error) {
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open the socket's lock: %w", err)
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("check the socket's lock: %w", err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) == os.Getuid() {
+			return f, nil
+		}
+		f.Close()
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("remove another user's lock: %w", err)
+		}
+	}
+	return nil, fmt.Errorf("the socket's lock %s belongs to another user", path)
 }
 
 // privateDir makes dir, a directory this user owns that no one else can
@@ -159,9 +218,31 @@ func (s *Server) Serve() error {
 			continue
 		}
 		backoff = 5 * time.Millisecond
+		select {
+		case s.conns <- struct{}{}:
+		default:
+			s.turnAway(c)
+			continue
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return nil
+		}
 		s.wg.Add(1)
+		s.mu.Unlock()
 		go s.serveConn(c)
 	}
+}
+
+// turnAway tells a connection past the bound to run its call itself, with
+// one small write into a fresh socket's buffer that cannot block the
+// accept loop, and closes it. A stranger learns nothing from it.
+func (s *Server) turnAway(c *net.UnixConn) {
+	_ = c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+	_ = json.NewEncoder(c).Encode(Response{Refused: "busy: run it yourself"})
+	c.Close()
 }
 
 // Close stops taking calls, cancels the running ones, waits for them,
@@ -170,6 +251,9 @@ func (s *Server) Close() error {
 	s.once.Do(func() {
 		s.cancel()
 		s.ln.Close() // removes the socket: it was made by Listen
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
 		s.wg.Wait()
 		s.lock.Close()
 	})
@@ -178,12 +262,16 @@ func (s *Server) Close() error {
 
 func (s *Server) serveConn(c *net.UnixConn) {
 	defer s.wg.Done()
+	defer func() { <-s.conns }()
 	defer c.Close()
+	// Close cuts every connection's reads and writes at once: a client
+	// that sends nothing, or reads nothing, must not hold bot serve's stop.
+	defer context.AfterFunc(s.ctx, func() { _ = c.SetDeadline(time.Now()) })()
 	if err := checkPeer(c); err != nil {
 		s.log.Warn("refused a connection to the tool socket", "err", err)
 		return
 	}
-	_ = c.SetReadDeadline(time.Now().Add(ioTimeout))
+	s.deadline(c.SetReadDeadline)
 	var req Request
 	if err := json.NewDecoder(io.LimitReader(c, maxRequest)).Decode(&req); err != nil {
 		s.reply(c, Response{Refused: fmt.Sprintf("not a tool call: %v", err)})
@@ -197,6 +285,7 @@ func (s *Server) serveConn(c *net.UnixConn) {
 		s.reply(c, Response{Refused: "busy: run it yourself"})
 		return
 	}
+	s.reply(c, Response{Accepted: true})
 	ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 	defer cancel()
 	// The caller sends nothing more: a read that returns means it hung up
@@ -225,8 +314,18 @@ func (s *Server) run(ctx context.Context, req Request, progress func(string)) (r
 	return s.h(ctx, req, progress)
 }
 
+// deadline sets a deadline ioTimeout away with set, or now once the server
+// closes. Set before the server's end is looked at: Close's own cut
+// (serveConn's AfterFunc) runs after its end shows, so it cannot be undone.
+func (s *Server) deadline(set func(time.Time) error) {
+	_ = set(time.Now().Add(ioTimeout))
+	if s.ctx.Err() != nil {
+		_ = set(time.Now())
+	}
+}
+
 func (s *Server) reply(c *net.UnixConn, resp Response) {
-	_ = c.SetWriteDeadline(time.Now().Add(ioTimeout))
+	s.deadline(c.SetWriteDeadline)
 	if err := json.NewEncoder(c).Encode(resp); err != nil {
 		s.log.Debug("answer a tool call", "err", err)
 	}
