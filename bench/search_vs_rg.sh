@@ -94,7 +94,7 @@ until [ -s "$work/slack.env" ]; do sleep 0.05; done
 env $(cat "$work/slack.env") OPENAI_API_KEY= BOT_CONFIG="$work/askrepo.yaml" BOT_DATA_DIR="$work/botdata-url" BOT_REPO_SYNC=24h \
 	BOT_HTTP_ADDR=127.0.0.1:0 BOT_LOG_LEVEL=debug "$work/bot" serve >"$work/serve.log" 2>&1 &
 served=$!
-until grep -q '"msg":"code index ready"' "$work/serve.log" && grep -q '"msg":"taking bot tool calls"' "$work/serve.log"; do
+until grep -qs '"msg":"code index ready"' "$work/serve.log" && grep -qs '"msg":"taking bot tool calls"' "$work/serve.log"; do
 	kill -0 $served 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
 	sleep 0.1
 done
