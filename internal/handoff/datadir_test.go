@@ -26,13 +26,17 @@ func TestListenRefusesADataDirectoryOthersCanChange(t *testing.T) {
 		name string
 		mode os.FileMode
 		uid  int
+		gid  int // -1: left as made
 		ok   bool
 	}{
-		{"ours", 0o750, 0, true},
-		{"writable by all", 0o777, 0, false},
-		{"writable by the group", 0o770, 0, false},
-		{"sticky and writable by all", 0o777 | os.ModeSticky, 0, true},
-		{"another user's", 0o755, 12345, false},
+		{"ours", 0o750, 0, -1, true},
+		{"writable by all", 0o777, 0, -1, false},
+		// A Kubernetes volume with fsGroup: group-writable and setgid,
+		// the group the pod runs as.
+		{"writable by our own group", 0o770 | os.ModeSetgid, 0, os.Getgid(), true},
+		{"writable by another group", 0o770, 0, 12345, false},
+		{"sticky and writable by all", 0o777 | os.ModeSticky, 0, -1, true},
+		{"another user's", 0o755, 12345, 12345, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")
@@ -42,10 +46,13 @@ func TestListenRefusesADataDirectoryOthersCanChange(t *testing.T) {
 			if err := os.Chmod(dir, tc.mode); err != nil {
 				t.Fatal(err)
 			}
-			if tc.uid != 0 {
-				if err := os.Chown(dir, tc.uid, tc.uid); err != nil {
+			if tc.uid != 0 || tc.gid != -1 {
+				if err := os.Chown(dir, tc.uid, tc.gid); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if err := os.Chmod(dir, tc.mode); err != nil { // chown clears setgid
+				t.Fatal(err)
 			}
 			srv, err := Listen(dir, echo, Options{})
 			if tc.ok {

@@ -132,19 +132,27 @@ func Listen(dataDir string, h Handler, opts Options) (*Server, error) {
 
 // steadyDir says why dataDir's entries could be renamed by another user,
 // if they could: it belongs to another user (root aside), or others may
-// write to it without the sticky bit. Such a user could swap Dir for a
-// symlink between privateDir's check and the lock, the removal and the
-// chmod that follow, and have them made through it.
+// write to it without the sticky bit, or a group other than the process's
+// own may. Such a user could swap Dir for a symlink between privateDir's
+// check and the lock, the removal and the chmod that follow, and have them
+// made through it. The process's own group may write to it: that is a
+// Kubernetes volume with fsGroup (the pod's group), or, with a group per
+// user as Linux distributions make them, the service's user alone.
 func steadyDir(dataDir string) error {
 	fi, err := os.Stat(dataDir)
 	if err != nil {
 		return fmt.Errorf("check the data directory: %w", err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Getuid() {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if ok && st.Uid != 0 && int(st.Uid) != os.Getuid() {
 		return fmt.Errorf("the data directory %s belongs to another user (uid %d): no socket for bot tool there", dataDir, st.Uid)
 	}
-	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
-		return fmt.Errorf("the data directory %s may be changed by other users (mode %v): no socket for bot tool there; chmod go-w it", dataDir, fi.Mode().Perm())
+	writable := fi.Mode().Perm() & 0o002
+	if ok && int(st.Gid) != os.Getgid() {
+		writable |= fi.Mode().Perm() & 0o020
+	}
+	if writable != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("the data directory %s may be changed by other users (mode %v): no socket for bot tool there; chmod o-w,g-w it", dataDir, fi.Mode().Perm())
 	}
 	return nil
 }
