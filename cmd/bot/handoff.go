@@ -79,8 +79,8 @@ func buildID() string {
 // nobody) while it is built; one that does not gets none, as a local run
 // loads none.
 func (c *core) runCall(ctx context.Context, repo string, call tools.Call, say func(string)) (tools.Result, error) {
-	usesIndex := c.cfg.Index && tools.NewRegistry(tools.Default(nil, tools.Options{})...).UsesIndex(call)
-	if usesIndex {
+	indexed := c.cfg.Index && usesIndex(call)
+	if indexed {
 		if err := waitIndex(ctx, c.repos, repo, say); err != nil {
 			return tools.Result{}, err
 		}
@@ -91,13 +91,19 @@ func (c *core) runCall(ctx context.Context, repo string, call tools.Call, say fu
 	}
 	defer lease.Release()
 	opts := tools.Options{}
-	if usesIndex {
+	if indexed {
 		opts.Index = lease.Index
 	}
 	reg := tools.NewRegistry(tools.Default(lease.Workspace, opts)...)
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(c.cfg.ToolTimeout, agent.DefaultToolTimeout))
 	defer cancel()
 	return reg.Run(ctx, call), nil
+}
+
+// usesIndex reports whether call would read the code index: a file read,
+// or a pattern with no literal to narrow by, would not.
+func usesIndex(call tools.Call) bool {
+	return tools.NewRegistry(tools.Default(nil, tools.Options{})...).UsesIndex(call)
 }
 
 // listenTools takes bot tool calls on the data directory's socket until

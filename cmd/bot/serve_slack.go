@@ -27,17 +27,22 @@ func serveSlack(ctx context.Context, cfg config.Config, env func(string) (string
 	log := newLogger(cfg, stderr)
 	s, err := newService(ctx, cfg, env, log)
 	if err != nil {
-		if ctx.Err() != nil {
-			// Stopped while starting (a first clone can take minutes):
-			// nothing was taken on yet, so this is a clean stop, not a
-			// failure for a supervisor to restart.
-			log.Info("stopped before serving", "cause", context.Cause(ctx).Error())
-			return nil
-		}
-		return err
+		return stoppedEarly(ctx, log, err)
 	}
 	defer s.Close()
 	return s.run(ctx)
+}
+
+// stoppedEarly is err, unless ctx was cancelled meanwhile: a stop while
+// starting (a first clone can take minutes, another process may hold the
+// data directory, Slack may not have answered yet) took nothing on, so it
+// is a clean stop, not a failure for a supervisor to restart.
+func stoppedEarly(ctx context.Context, log *slog.Logger, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	log.Info("stopped before serving", "cause", context.Cause(ctx).Error())
+	return nil
 }
 
 // service is the Slack side wired together, built by newService and served
@@ -168,25 +173,15 @@ func (s *service) run(ctx context.Context) error {
 	}
 	release, err := s.serveAlone(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			log.Info("stopped before serving", "cause", context.Cause(ctx).Error())
-			return nil
-		}
-		return err
+		return stoppedEarly(ctx, log, err)
 	}
 	defer release()
 	defer s.listenTools(log)()
 	// "serving Slack" comes from the bot once Slack accepted the tokens.
 	log.Info("connecting to Slack", "repos", s.core.repos.Repos(), "model", s.core.name)
-	if err := s.bot.Run(ctx); err != nil {
-		if ctx.Err() != nil {
-			// Stopped while Slack was still being asked to let us in.
-			log.Info("stopped before serving", "cause", context.Cause(ctx).Error())
-			return nil
-		}
-		return err
-	}
-	return nil
+	// Run returns nil once it served and drained; an error with ctx
+	// cancelled came from a call to Slack the stop cut.
+	return stoppedEarly(ctx, log, s.bot.Run(ctx))
 }
 
 // serveLockFile, in BOT_DATA_DIR, is locked by the process serving Slack

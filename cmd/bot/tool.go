@@ -145,7 +145,7 @@ func runToolHere(ctx context.Context, cfg config.Config, env func(string) (strin
 	debug.SetGCPercent(400)
 	// A call that would not use the index (a file read, a pattern with no
 	// literal to narrow by) loads none: that costs more than the call.
-	cfg.Index = cfg.Index && tools.NewRegistry(tools.Default(nil, tools.Options{})...).UsesIndex(call)
+	cfg.Index = cfg.Index && usesIndex(call)
 	c, err := newCore(ctx, cfg, env, t.pathOnly, log, nil, true)
 	if err != nil {
 		return tools.Result{}, err
