@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -144,7 +145,13 @@ func newCore(ctx context.Context, cfg config.Config, env func(string) (string, b
 	model = tracer.Model(model)
 	var indexer repos.Indexer
 	if cfg.Index {
-		indexer = index.Indexer{Options: index.Options{Logger: log}, CheckOnLoad: !oneCall}
+		opts := index.Options{Logger: log}
+		if cfg.DataDir != "" {
+			// The text a build writes before mapping it goes on the
+			// disk the saved index goes to, not a /tmp that may be RAM.
+			opts.TempDir = filepath.Join(cfg.DataDir, "index")
+		}
+		indexer = index.Indexer{Options: opts, CheckOnLoad: !oneCall}
 	}
 	m, err := repos.New(ctx, specs, repos.Options{
 		DataDir:    cfg.DataDir,

@@ -33,11 +33,19 @@ func Build(ctx context.Context, ws *tools.Workspace, commit string, opts Options
 	if err != nil {
 		return nil, err
 	}
-	a := newAssembler()
+	sp, err := newSpill(opts.TempDir)
+	if err != nil {
+		return nil, err
+	}
+	defer sp.close()
+	a := newAssembler(sp)
 	if err := r.readAll(ctx, paths, a.add); err != nil {
 		return nil, fmt.Errorf("index %s: %w", shortCommit(commit), err)
 	}
-	ix := a.finish(commit, r.note())
+	ix, err := a.finish(commit, r.note())
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", shortCommit(commit), err)
+	}
 	ix.ws = ws
 	r.log.Debug("index built", "commit", shortCommit(commit), "files", len(ix.files), "symbols", len(ix.syms))
 	return ix, nil
@@ -48,8 +56,9 @@ func shortCommit(c string) string { return c[:min(len(c), 12)] }
 // fileData is what reading one file gives.
 type fileData struct {
 	path  string
-	skip  bool  // not indexed at all: denied, secret, not a regular file
-	size  int64 // bytes of text indexed, or why not (notHuge …)
+	skip  bool   // not indexed at all: denied, secret, not a regular file
+	size  int64  // bytes of text indexed, or why not (notHuge …)
+	text  []byte // the text indexed, until the assembler has it
 	grams []uint32
 	syms  []symbols.Symbol
 	ids   []ident
@@ -200,6 +209,7 @@ func (r *reader) chunk(ctx context.Context, grams gramSet, paths []string) ([]fi
 		if src == nil {
 			continue
 		}
+		d.text = src
 		d.grams = grams.fileGrams(src, nil)
 		if strings.HasSuffix(p, ".go") {
 			f, _ := symbols.Go(p, src)
@@ -315,10 +325,11 @@ type assembler struct {
 	grams *gramBuilder
 	occs  *occBuilder
 	syms  []symbols.Symbol
+	text  *spill
 }
 
-func newAssembler() *assembler {
-	return &assembler{grams: newGramBuilder(), occs: newOccBuilder()}
+func newAssembler(text *spill) *assembler {
+	return &assembler{grams: newGramBuilder(), occs: newOccBuilder(), text: text}
 }
 
 func (a *assembler) add(data []fileData) {
@@ -333,14 +344,20 @@ func (a *assembler) add(data []fileData) {
 		a.files = append(a.files, e)
 		a.grams.add(id, d.grams)
 		a.occs.add(id, d.ids)
+		a.text.add(d.text)
 	}
 }
 
-func (a *assembler) finish(commit, note string) *Index {
+func (a *assembler) finish(commit, note string) (*Index, error) {
 	ix := &Index{commit: commit, note: note, files: a.files, syms: a.syms, nOccs: a.occs.n, diskBytes: new(atomic.Int64)}
+	t, err := a.text.finish(a.files)
+	if err != nil {
+		return nil, err
+	}
+	ix.text = t
 	ix.gramKeys, ix.grams = a.grams.finish()
 	ix.names, ix.occs = a.occs.finish()
 	ix.derive()
 	ix.rank()
-	return ix
+	return ix, nil
 }

@@ -19,7 +19,7 @@ func decode(data []byte) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
-	for _, i := range []int{secMeta, secFiles, secKeys} {
+	for _, i := range []int{secMeta, secFiles, secKeys, secTextSums} {
 		if crc32.ChecksumIEEE(secs[i].b) != secs[i].sum {
 			return nil, fmt.Errorf("%w: checksum mismatch (damaged)", ErrFormat)
 		}
@@ -41,6 +41,9 @@ func decode(data []byte) (*Index, error) {
 	f.end()
 	if f.err == nil {
 		f.err = ix.gramTable(secs)
+	}
+	if f.err == nil {
+		f.err = ix.textTable(secs)
 	}
 	if f.err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFormat, f.err)
@@ -97,6 +100,21 @@ func (ix *Index) gramTable(secs [nSections]section) error {
 	if n > 0 && ix.gramKeys[n-1] >= 1<<24 {
 		return errors.New("trigram key out of range")
 	}
+	return nil
+}
+
+// textTable takes the files' text where it lies in the file, and their
+// sums; each file's sum is checked when its text is first read.
+func (ix *Index) textTable(secs [nSections]section) error {
+	sums := secs[secTextSums].b
+	if len(sums) != 4*len(ix.files) {
+		return errors.New("text sums do not match the files")
+	}
+	t, err := newText(ix.files, secs[secText].b, u32s(sums), nil)
+	if err != nil {
+		return err
+	}
+	ix.text = t
 	return nil
 }
 
@@ -202,20 +220,55 @@ func (d *decoder) symbols(ix *Index, nsyms int64) {
 		return
 	}
 	ix.syms = make([]symbols.Symbol, 0, nsyms)
-	for range nsyms {
-		if d.err != nil {
+	var lines lineStarts
+	for id, f := range ix.files {
+		if f.symEnd == f.symStart {
+			continue
+		}
+		// The places point into the file's text: it must hold.
+		text, ok := ix.text.checkedOf(id)
+		if !ok {
+			d.fail("the text of a file with symbols is damaged")
 			return
 		}
-		s := symbols.Symbol{Name: d.str()}
-		s.Kind = d.pick(kinds)
-		s.Lang = d.pick(langs)
-		s.Container, s.Signature, s.Doc = d.str(), d.str(), d.str()
-		s.Line = int(d.uint())
-		s.EndLine = s.Line + int(d.uint())
-		f := d.byte()
-		s.Exported, s.Test, s.Generated = f&1 != 0, f&2 != 0, f&4 != 0
-		ix.syms = append(ix.syms, s)
+		lines.reset(text)
+		for range f.symEnd - f.symStart {
+			if d.err != nil {
+				return
+			}
+			s := symbols.Symbol{Name: d.str()}
+			s.Kind = d.pick(kinds)
+			s.Lang = d.pick(langs)
+			s.Container = d.str()
+			s.Line = int(d.uint())
+			s.EndLine = s.Line + int(d.uint())
+			flags := d.byte()
+			s.Exported, s.Test, s.Generated = flags&1 != 0, flags&2 != 0, flags&4 != 0
+			s.Signature = d.place(&lines, s.Line)
+			s.Doc = d.place(&lines, s.Line)
+			ix.syms = append(ix.syms, s)
+		}
 	}
+	if d.err == nil && int64(len(ix.syms)) != nsyms {
+		d.fail("the symbols do not add up")
+	}
+}
+
+// place reads what encoder.place wrote.
+func (d *decoder) place(lines *lineStarts, line int) string {
+	k := d.uint()
+	if k == 0 {
+		return d.str()
+	}
+	n := d.uint()
+	if d.err != nil {
+		return ""
+	}
+	s, ok := lines.at(line, unzigzag(k-1), n)
+	if !ok {
+		d.fail("a place past its file's text")
+	}
+	return s
 }
 
 // decoder reads the body; the first problem sticks and every later read

@@ -35,6 +35,10 @@ type Options struct {
 	// CtagsTimeout bounds one ctags process (one batch of files); zero
 	// means 30s.
 	CtagsTimeout time.Duration
+	// TempDir is where a build writes the files' text before mapping it
+	// (an unlinked file); "" means os.TempDir(). The service gives its
+	// index directory, on the disk the saved index goes to.
+	TempDir string
 	// MaxFileBytes: larger files are listed but not read, as search_code
 	// skips them. Zero means tools.DefaultSearchMaxFileSize.
 	MaxFileBytes int64
@@ -59,6 +63,8 @@ type Index struct {
 	nOccs int
 
 	syms []symbols.Symbol // in file id then line order
+
+	text *text // the files' text (see text.go)
 
 	// Derived when built or loaded, never stored.
 	byName   []int32 // indices in syms, sorted by name (see named)

@@ -76,6 +76,9 @@ func (ix *Index) Verify() error {
 	if err := ix.damage(); err != nil {
 		return err
 	}
+	if err := ix.text.verify(); err != nil {
+		return err
+	}
 	if ix.gramSums == nil {
 		return nil
 	}

@@ -35,15 +35,21 @@ func mapFile(path string) (*mapping, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	if fi.Size() == 0 {
+	return mapOpen(f, fi.Size())
+}
+
+// mapOpen maps the first size bytes of f, which stays open only as long
+// as the caller keeps it: the mapping outlives it.
+func mapOpen(f *os.File, size int64) (*mapping, error) {
+	if size == 0 {
 		return &mapping{}, nil
 	}
-	if fi.Size() != int64(int(fi.Size())) {
-		return nil, fmt.Errorf("%s is too large to map", path)
+	if size != int64(int(size)) {
+		return nil, fmt.Errorf("%s is too large to map", f.Name())
 	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(fi.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("map %s: %w", path, err)
+		return nil, fmt.Errorf("map %s: %w", f.Name(), err)
 	}
 	m := &mapping{data: data}
 	m.cleanup = runtime.AddCleanup(m, func(b []byte) { syscall.Munmap(b) }, data)

@@ -1,10 +1,13 @@
 package index
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -29,21 +32,25 @@ import (
 //	sums    each list's CRC-32 (of its key and its bytes), 4 bytes each
 //	lists   the posting lists
 //	names   identifier names front-coded, then their occurrence lists
-//	symbols kind and language tables, then each symbol
+//	symbols kind and language tables, then each symbol, its signature and
+//	        doc line as places in its file's text where they are found there
+//	tsums   the CRC-32 of each file's text, 4 bytes each, by file id
+//	text    every file's text, in file id order
 //
 // Nothing is trusted before its checksum is checked: the header, meta,
 // files and keys at Load; a posting list when a query reads it (a list
 // that fails is not used: the search reads every file, as it does
 // without an index); names and symbols when first decoded (when they fail,
-// the index answers no symbols and its Note says it is damaged). Verify
-// checks everything at once. Reads are bounds-checked throughout, so
+// the index answers no symbols and its Note says it is damaged); a file's
+// text when first read (one that fails is read from the checkout).
+// Verify checks everything at once. Reads are bounds-checked throughout, so
 // another version or a damaged file is an error, never a panic or a huge
 // allocation.
 
 const (
 	magic = "askrepo code index\n"
 	// formatVersion changes whenever the layout or meaning does.
-	formatVersion = 3
+	formatVersion = 4
 )
 
 // The sections, in file order.
@@ -56,6 +63,8 @@ const (
 	secLists
 	secNames
 	secSymbols
+	secTextSums
+	secText
 	nSections
 )
 
@@ -74,9 +83,10 @@ var ErrFormat = errors.New("not a code index of this version")
 // Save writes the index to path atomically (a temporary file in the same
 // directory, renamed over path), readable only by its owner. A file once
 // saved is never written again, only replaced, so a mapping of it stays
-// valid.
+// valid. The text is written from where the index holds it, never copied
+// into the heap.
 func (ix *Index) Save(path string) error {
-	data, err := ix.encode()
+	secs, err := ix.sections()
 	if err != nil {
 		return fmt.Errorf("save index: %w", err)
 	}
@@ -89,11 +99,15 @@ func (ix *Index) Save(path string) error {
 		tmp.Close()
 		return fmt.Errorf("save index: %w", err)
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save index: %w", err)
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	n, err := writeLayout(w, secs)
+	if err == nil {
+		err = w.Flush()
 	}
-	if err := tmp.Sync(); err != nil {
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err != nil {
 		tmp.Close()
 		return fmt.Errorf("save index: %w", err)
 	}
@@ -103,7 +117,7 @@ func (ix *Index) Save(path string) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("save index: %w", err)
 	}
-	ix.diskBytes.Store(int64(len(data)))
+	ix.diskBytes.Store(n)
 	return nil
 }
 
@@ -122,16 +136,27 @@ func Load(path string) (*Index, error) {
 	return ix, nil
 }
 
-// encode is the saved form of ix; an index loaded damaged cannot be.
+// encode is the saved form of ix, in memory; an index loaded damaged
+// cannot be saved.
 func (ix *Index) encode() ([]byte, error) {
+	secs, err := ix.sections()
+	if err != nil {
+		return nil, err
+	}
+	return layout(secs), nil
+}
+
+// sections is the saved form of ix, section by section; the text is the
+// index's own.
+func (ix *Index) sections() ([nSections][]byte, error) {
 	w := ix.whole()
 	if err := ix.damage(); err != nil {
-		return nil, err
+		return [nSections][]byte{}, err
 	}
 	return w.encodeWhole(), nil
 }
 
-func (ix *Index) encodeWhole() []byte {
+func (ix *Index) encodeWhole() [nSections][]byte {
 	var secs [nSections][]byte
 	var e encoder
 	e.str(ix.commit)
@@ -167,30 +192,59 @@ func (ix *Index) encodeWhole() []byte {
 	secs[secNames] = e.take()
 	ix.encodeSymbols(&e)
 	secs[secSymbols] = e.take()
-	return layout(secs)
+	var tsums []byte
+	if ix.text != nil {
+		tsums = make([]byte, 0, 4*len(ix.text.sums))
+		for _, s := range ix.text.sums {
+			tsums = binary.LittleEndian.AppendUint32(tsums, s)
+		}
+		secs[secText] = ix.text.data
+	}
+	secs[secTextSums] = tsums
+	return secs
 }
 
-// layout writes the header and the sections after it.
+// layout is the header and the sections after it, in memory.
 func layout(secs [nSections][]byte) []byte {
-	size := headerLen
-	for _, s := range secs {
-		size = (size+7)&^7 + len(s)
-	}
-	out := make([]byte, headerLen, size)
-	copy(out, magic)
-	out[len(magic)] = formatVersion
+	var b bytes.Buffer
+	writeLayout(&b, secs)
+	return b.Bytes()
+}
+
+// writeLayout writes the header and the sections after it to w, and
+// returns how many bytes that is.
+func writeLayout(w io.Writer, secs [nSections][]byte) (int64, error) {
+	hdr := make([]byte, headerLen)
+	copy(hdr, magic)
+	hdr[len(magic)] = formatVersion
+	off := int64(headerLen)
 	for i, s := range secs {
-		for len(out)%8 != 0 {
-			out = append(out, 0)
-		}
-		ent := out[tocAt+i*tocEntry:]
-		binary.LittleEndian.PutUint64(ent, uint64(len(out)))
+		off = (off + 7) &^ 7
+		ent := hdr[tocAt+i*tocEntry:]
+		binary.LittleEndian.PutUint64(ent, uint64(off))
 		binary.LittleEndian.PutUint64(ent[8:], uint64(len(s)))
 		binary.LittleEndian.PutUint32(ent[16:], crc32.ChecksumIEEE(s))
-		out = append(out, s...)
+		off += int64(len(s))
 	}
-	binary.LittleEndian.PutUint32(out[headerLen-4:], crc32.ChecksumIEEE(out[:headerLen-4]))
-	return out
+	binary.LittleEndian.PutUint32(hdr[headerLen-4:], crc32.ChecksumIEEE(hdr[:headerLen-4]))
+	if _, err := w.Write(hdr); err != nil {
+		return 0, err
+	}
+	var zeros [8]byte
+	at := int64(headerLen)
+	for _, s := range secs {
+		if pad := (at+7)&^7 - at; pad > 0 {
+			if _, err := w.Write(zeros[:pad]); err != nil {
+				return 0, err
+			}
+			at += pad
+		}
+		if _, err := w.Write(s); err != nil {
+			return 0, err
+		}
+		at += int64(len(s))
+	}
+	return at, nil
 }
 
 // listSum is the checksum of one posting list, its key included, so a
@@ -209,17 +263,113 @@ func (ix *Index) encodeSymbols(e *encoder) {
 	}
 	kinds.write(e)
 	langs.write(e)
-	for _, s := range ix.syms {
-		e.str(s.Name)
-		e.uint(uint64(kinds.idx[s.Kind]))
-		e.uint(uint64(langs.idx[s.Lang]))
-		e.str(s.Container)
-		e.str(s.Signature)
-		e.str(s.Doc)
-		e.uint(uint64(s.Line))
-		e.uint(uint64(max(s.EndLine-s.Line, 0)))
-		e.b = append(e.b, flagsOf(s))
+	var lines lineStarts
+	for id, f := range ix.files {
+		lines.reset(ix.text.of(id))
+		for i := f.symStart; i < f.symEnd && int(i) < len(ix.syms); i++ {
+			s := ix.syms[i]
+			e.str(s.Name)
+			e.uint(uint64(kinds.idx[s.Kind]))
+			e.uint(uint64(langs.idx[s.Lang]))
+			e.str(s.Container)
+			e.uint(uint64(s.Line))
+			e.uint(uint64(max(s.EndLine-s.Line, 0)))
+			e.b = append(e.b, flagsOf(s))
+			e.place(&lines, s.Line, s.Signature)
+			e.place(&lines, s.Line, s.Doc)
+		}
 	}
+}
+
+// place writes s, a symbol's signature or doc line, as where it is in its
+// file's text, near line: 0 when it is not found there and s follows as
+// it is, else 1 + the zigzag distance of its start from line's start, and
+// its length. Signatures are the symbol's line, doc lines a few lines
+// above: most take three bytes instead of their length.
+func (e *encoder) place(lines *lineStarts, line int, s string) {
+	if at, ok := lines.find(line, s); ok {
+		e.uint(1 + zigzag(at))
+		e.uint(uint64(len(s)))
+		return
+	}
+	e.uint(0)
+	e.str(s)
+}
+
+func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
+
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// placeWindow is how far above a symbol's line its doc line is looked for.
+const placeWindow = 1 << 10
+
+// lineStarts finds lines in one file's text, working out where they
+// start the first time it is asked.
+type lineStarts struct {
+	text   []byte
+	starts []int // nil until asked
+}
+
+func (l *lineStarts) reset(text []byte) {
+	l.text = text
+	l.starts = l.starts[:0]
+}
+
+// span returns where line (1-based) starts and ends in the text.
+func (l *lineStarts) span(line int) (start, end int, ok bool) {
+	if len(l.starts) == 0 {
+		l.starts = append(l.starts, 0)
+		for i := 0; ; {
+			j := bytes.IndexByte(l.text[i:], '\n')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+			l.starts = append(l.starts, i)
+		}
+	}
+	if line < 1 || line > len(l.starts) {
+		return 0, 0, false
+	}
+	start, end = l.starts[line-1], len(l.text)
+	if line < len(l.starts) {
+		end = l.starts[line]
+	}
+	return start, end, true
+}
+
+// find returns where s is: on line, else closest above it within
+// placeWindow bytes, as its distance from line's start.
+func (l *lineStarts) find(line int, s string) (int64, bool) {
+	if s == "" || len(l.text) == 0 {
+		return 0, false
+	}
+	start, end, ok := l.span(line)
+	if !ok {
+		return 0, false
+	}
+	if i := bytes.Index(l.text[start:end], []byte(s)); i >= 0 {
+		return int64(i), true
+	}
+	from := max(0, start-placeWindow)
+	if i := bytes.LastIndex(l.text[from:min(end, start+len(s)-1)], []byte(s)); i >= 0 {
+		return int64(from + i - start), true
+	}
+	return 0, false
+}
+
+// at returns the text a place read back names: off from line's start,
+// n bytes long.
+func (l *lineStarts) at(line int, off int64, n uint64) (string, bool) {
+	start, _, ok := l.span(line)
+	if !ok {
+		return "", false
+	}
+	from := int64(start) + off
+	if from < 0 || from > int64(len(l.text)) || n > uint64(int64(len(l.text))-from) {
+		return "", false
+	}
+	return string(l.text[from : from+int64(n)]), true
 }
 
 func flagsOf(s symbols.Symbol) byte {

@@ -53,7 +53,15 @@ func Update(ctx context.Context, prev *Index, ws *tools.Workspace, commit string
 	if err := r.readAll(ctx, read, func(d []fileData) { fresh = append(fresh, d...) }); err != nil {
 		return nil, fmt.Errorf("index %s: %w", shortCommit(commit), err)
 	}
-	ix := prev.merge(kept, fresh, commit, r.note())
+	sp, err := newSpill(opts.TempDir)
+	if err != nil {
+		return nil, err
+	}
+	defer sp.close()
+	ix, err := prev.merge(kept, fresh, commit, r.note(), sp)
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", shortCommit(commit), err)
+	}
 	ix.ws = ws
 	r.log.Debug("index updated", "commit", shortCommit(commit), "files", len(ix.files), "read", len(read))
 	return ix, nil
@@ -91,8 +99,9 @@ func (prev *Index) split(ctx context.Context, ws *tools.Workspace, paths, change
 	return kept, read, nil
 }
 
-// merge makes the new index from prev's kept files and the fresh ones.
-func (prev *Index) merge(kept map[string]uint32, fresh []fileData, commit, note string) *Index {
+// merge makes the new index from prev's kept files and the fresh ones,
+// writing their text to text.
+func (prev *Index) merge(kept map[string]uint32, fresh []fileData, commit, note string, text *spill) (*Index, error) {
 	ix := &Index{commit: commit, note: note, diskBytes: new(atomic.Int64)}
 	remap := make([]int32, len(prev.files))
 	for i := range remap {
@@ -125,6 +134,11 @@ func (prev *Index) merge(kept map[string]uint32, fresh []fileData, commit, note 
 			ix.syms = append(ix.syms, prev.syms[old.symStart:old.symEnd]...)
 			e.symEnd = int32(len(ix.syms))
 			ix.files = append(ix.files, e)
+			if e.size >= 0 {
+				text.add(prev.text.of(int(keptIDs[k])))
+			} else {
+				text.add(nil)
+			}
 			k++
 			continue
 		}
@@ -136,14 +150,20 @@ func (prev *Index) merge(kept map[string]uint32, fresh []fileData, commit, note 
 		ix.files = append(ix.files, e)
 		grams.add(id, d.grams)
 		occs.add(id, d.ids)
+		text.add(d.text)
 	}
+	t, err := text.finish(ix.files)
+	if err != nil {
+		return nil, err
+	}
+	ix.text = t
 	addKeys, addGrams := grams.finish()
 	ix.gramKeys, ix.grams = mergeGrams(prev, remap, addKeys, addGrams, len(ix.files))
 	addNames, addOccs := occs.finish()
 	ix.names, ix.occs, ix.nOccs = mergeOccs(prev, remap, addNames, addOccs, len(ix.files))
 	ix.derive()
 	ix.rank()
-	return ix
+	return ix, nil
 }
 
 // mergeGrams joins prev's trigram lists, file ids remapped (dropping

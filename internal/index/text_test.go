@@ -1,0 +1,207 @@
+package index
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/askrepo/askrepo/internal/gitexec/gitexectest"
+	"github.com/askrepo/askrepo/internal/tools"
+	"github.com/google/go-cmp/cmp"
+)
+
+// texts returns what Text gives for every path, and false for those it
+// holds none of.
+func texts(ix *Index, paths []string) map[string]string {
+	out := map[string]string{}
+	for _, p := range paths {
+		if b, ok := ix.Text(p); ok {
+			out[p] = string(b)
+		}
+	}
+	return out
+}
+
+// The index holds the text of exactly the files it indexed, as they are
+// in the checkout, and nothing the wall keeps out: built, saved and
+// loaded, and updated to the next commit.
+func TestTextIsWhatTheWallRead(t *testing.T) {
+	ws, head := wallRepo(t)
+	ix := build(t, ws, head, Options{})
+	asked := append([]string{"shop/client.go", "cmd/main.go", "py/cart.py", "--help.js", "-x.py", "data.bin", "big.txt", "absent.go"}, secretPaths...)
+	want := map[string]string{}
+	for _, p := range []string{"shop/client.go", "cmd/main.go", "py/cart.py", "--help.js", "-x.py"} {
+		b, err := os.ReadFile(filepath.Join(ws.Dir(), p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[p] = string(b)
+	}
+	// data.bin is binary and big.txt over the size limit: listed, no text.
+	if diff := cmp.Diff(want, texts(ix, asked)); diff != "" {
+		t.Errorf("built (-want +got):\n%s", diff)
+	}
+
+	path := filepath.Join(t.TempDir(), "index")
+	if err := ix.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, texts(got, asked)); diff != "" {
+		t.Errorf("loaded (-want +got):\n%s", diff)
+	}
+	if err := got.Verify(); err != nil {
+		t.Errorf("Verify = %v", err)
+	}
+
+	// The next commit changes one file, adds one, removes one and turns
+	// one into a secret's copy: the updated index's text follows.
+	r := gitexectest.Open(t, ws.Dir())
+	next := r.Commit(gitexectest.Commit{
+		Write:  map[string]string{"shop/client.go": clientGo + "\nfunc Added() {}\n", "new.go": "package x\n", "py/cart.py": envSecret},
+		Remove: []string{"cmd/main.go"},
+	})
+	ws2, err := tools.NewWorkspace(ws.Dir(), tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws2.Close()
+	up, err := Update(t.Context(), got, ws2, next, []string{"shop/client.go", "new.go", "py/cart.py", "cmd/main.go"}, Options{MaxFileBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want["shop/client.go"] += "\nfunc Added() {}\n"
+	want["new.go"] = "package x\n"
+	delete(want, "cmd/main.go")
+	delete(want, "py/cart.py") // now a secret blob's copy
+	if diff := cmp.Diff(want, texts(up, append(asked, "new.go"))); diff != "" {
+		t.Errorf("updated (-want +got):\n%s", diff)
+	}
+}
+
+// A byte flipped in one file's saved text makes that file's text
+// unavailable (the caller reads the checkout), leaves the other files'
+// text served, and fails Verify; the symbols whose places point into it
+// are reported damaged rather than decoded wrong.
+func TestDamagedTextIsNotServed(t *testing.T) {
+	ws, head := wallRepo(t)
+	ix := build(t, ws, head, Options{})
+	data := encoded(t, ix)
+	from, _ := sectionAt(t, data, secText)
+	// Files are in path order: "--help.js" is the first with text.
+	target := "shop/client.go"
+	id := -1
+	var off int64
+	for i, f := range ix.files {
+		if f.path == target {
+			id = i
+			break
+		}
+		if f.size > 0 {
+			off += f.size
+		}
+	}
+	if id < 0 {
+		t.Fatal("no shop/client.go in the index")
+	}
+	data[from+int(off)+3] ^= 0x20
+	path := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatalf("Load = %v; a damaged text is found when read, not at Load", err)
+	}
+	if _, ok := got.Text(target); ok {
+		t.Errorf("Text(%s) served damaged text", target)
+	}
+	if b, ok := got.Text("cmd/main.go"); !ok || string(b) != mainGo {
+		t.Errorf("Text(cmd/main.go) = %q, %v; want its text", b, ok)
+	}
+	if err := got.Verify(); !errors.Is(err, ErrFormat) {
+		t.Errorf("Verify = %v, want ErrFormat", err)
+	}
+	if d := got.Definitions("Client", false); len(d) != 0 {
+		t.Errorf("Definitions(Client) = %v from a damaged file", d)
+	}
+	if !strings.Contains(got.Note(), "damaged") {
+		t.Errorf("Note() = %q, want it to say the index is damaged", got.Note())
+	}
+}
+
+// A text section that does not add up to the files' sizes is refused at
+// Load, never read past.
+func TestLoadRefusesTextOfAnotherSize(t *testing.T) {
+	ws, head := wallRepo(t)
+	data := encoded(t, build(t, ws, head, Options{}))
+	ent := data[tocAt+secText*tocEntry:]
+	binary.LittleEndian.PutUint64(ent[8:], binary.LittleEndian.Uint64(ent[8:])-1)
+	binary.LittleEndian.PutUint32(data[headerLen-4:], crc32.ChecksumIEEE(data[:headerLen-4]))
+	path := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); !errors.Is(err, ErrFormat) {
+		t.Errorf("Load = %v, want ErrFormat", err)
+	}
+}
+
+// A build writes the text to a file it unlinks at once: nothing is left in
+// its directory, whether the build ends or is canceled.
+func TestBuildLeavesNoTextFileBehind(t *testing.T) {
+	ws, head := wallRepo(t)
+	dir := t.TempDir()
+	ix := build(t, ws, head, Options{TempDir: dir})
+	if b, ok := ix.Text("cmd/main.go"); !ok || string(b) != mainGo {
+		t.Errorf("Text(cmd/main.go) = %q, %v", b, ok)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := Build(ctx, ws, head, Options{TempDir: dir}); err == nil {
+		t.Error("a canceled build succeeded")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in the directory: %v", ents)
+	}
+}
+
+// Signatures and doc lines are saved as places in their file's text when
+// they are found there, and as they are when not: both come back the same.
+func TestSymbolPlacesRoundTrip(t *testing.T) {
+	ws, head := wallRepo(t)
+	ix := build(t, ws, head, Options{})
+	doIdx := -1
+	for i, s := range ix.syms {
+		if s.Name == "Do" {
+			doIdx = i
+		}
+	}
+	if doIdx < 0 {
+		t.Fatal("no Do symbol")
+	}
+	if s := ix.syms[doIdx]; s.Signature != "func (c *Client) Do(req string) error" || s.Doc != "Do sends req." {
+		t.Fatalf("Do = %q / %q: the fixture changed", s.Signature, s.Doc)
+	}
+	ix.syms[doIdx].Doc = "not in the file at all"
+	ix.syms[0].Signature = "" // empty stays empty
+	path := filepath.Join(t.TempDir(), "index")
+	if err := ix.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ix.syms, got.whole().syms); diff != "" {
+		t.Errorf("symbols (-saved +loaded):\n%s", diff)
+	}
+}
