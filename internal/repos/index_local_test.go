@@ -32,6 +32,17 @@ func TestIndexLocalNarrowsOnlyWhenExact(t *testing.T) {
 		if noted := strings.Contains(idx.Note(), "differ from its commit"); noted == want {
 			t.Errorf("Note() = %q; says the files differ: %v, want %v", idx.Note(), noted, !want)
 		}
+		// The index's text is what the commit holds: a search may read
+		// it only where it would narrow, never over edits.
+		th, holds := idx.(interface{ Text(string) ([]byte, bool) })
+		if holds != want {
+			t.Errorf("the index offers its text: %v, want %v", holds, want)
+		}
+		if holds {
+			if b, ok := th.Text("a.go"); !ok || string(b) != files["a.go"] {
+				t.Errorf("Text(a.go) = %q, %v", b, ok)
+			}
+		}
 	}
 
 	t.Run("clone", func(t *testing.T) {

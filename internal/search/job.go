@@ -119,8 +119,10 @@ func (j *Job) Run(ctx context.Context) Result {
 func (j *Job) searchFile(r FileReader, rel string, stop *atomic.Bool, limit int) FileHits {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
-	buf, skip := r.Read(rel, (*bp)[:0], j.MaxFileSize)
-	*bp = buf[:0]
+	buf, lent, skip := r.Read(rel, (*bp)[:0], j.MaxFileSize)
+	if !lent {
+		*bp = buf[:0]
+	}
 	if skip != NotSkipped {
 		return FileHits{Done: true, Skip: skip}
 	}

@@ -6,9 +6,12 @@ import "io"
 // implements it, so what may be opened (and how) is decided outside this
 // package. It is not safe for concurrent use; each worker has its own.
 type FileReader interface {
-	// Read reads the whole file rel into buf (reusing its storage) or
-	// says why it was skipped.
-	Read(rel string, buf []byte, maxSize int64) ([]byte, Skip)
+	// Read reads the whole file rel into buf (reusing its storage, or
+	// growing it: the caller keeps what comes back for the next read) or
+	// says why it was skipped. When lent is set, text is not buf but
+	// memory the reader holds the file's text in (a code index's copy):
+	// the caller only reads it, only until Close, and keeps buf.
+	Read(rel string, buf []byte, maxSize int64) (text []byte, lent bool, skip Skip)
 	// Close releases what the reader holds open; it is called once,
 	// when the worker is done.
 	Close()

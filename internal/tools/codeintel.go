@@ -127,7 +127,7 @@ func scanWord(ctx context.Context, ws *Workspace, opts Options, scope, name stri
 	if err != nil {
 		return nil, false, err
 	}
-	readers, closeRoot := s.readers()
+	readers, closeRoot := s.readers(nil)
 	defer closeRoot()
 	job := search.Job{
 		Files:       sc.files,

@@ -163,9 +163,10 @@ func (s *SearchCode) Run(ctx context.Context, input json.RawMessage) (Output, er
 	if err != nil {
 		return Output{}, err
 	}
-	readers, closeRoot := s.readers()
+	idx, _ := codeIndex(s.index)
+	readers, closeRoot := s.readers(idx)
 	defer closeRoot()
-	files, widen := s.narrow(m, filterInclude(scope.files, args.Include))
+	files, widen := s.narrow(idx, m, filterInclude(scope.files, args.Include))
 	job := search.Job{
 		Files:        files,
 		NewReader:    filter.wrap(readers),

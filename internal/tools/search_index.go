@@ -19,13 +19,12 @@ import (
 // too large or unreadable one is read, so the scan's word on it stands
 // whatever size limit either side has.
 
-// narrow returns the files of the scope the index leaves to search for
+// narrow returns the files of the scope idx leaves to search for
 // m's required literal, and widen, which turns the result of searching
 // those into the result of searching them all. Without an index, or a
 // literal the index can narrow by, files are all of them: today's scan.
-func (s *SearchCode) narrow(m *search.Matcher, files []string) (narrowed []string, widen func(search.Result) search.Result) {
+func (s *SearchCode) narrow(idx CodeIndex, m *search.Matcher, files []string) (narrowed []string, widen func(search.Result) search.Result) {
 	same := func(r search.Result) search.Result { return r }
-	idx, _ := codeIndex(s.index)
 	if idx == nil || s.opts.MaxFileSize < DefaultSearchMaxFileSize {
 		// The index holds the text of files up to the default size; a
 		// search with a lower limit must see which of those it skips as

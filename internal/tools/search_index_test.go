@@ -307,3 +307,68 @@ func TestSearchCodeTakesTheIndexsWordOnBinaryFiles(t *testing.T) {
 		t.Errorf("through the index: %q, %v; want odd/bin.dat skipped as binary, unread", got.Text, err)
 	}
 }
+
+// Through an index that holds the files' text, search_code reads that
+// text rather than the checkout: here a file changed on disk after the
+// index was built (to text of the same length) is still searched as the
+// index read it, while the scan sees the change. With a lower size limit
+// than the index's, the index's text is skipped as too large exactly as
+// the scan skips the file.
+func TestSearchCodeReadsTheIndexsText(t *testing.T) {
+	dir, commit := searchTree(t, "strings")
+	idx := buildIndex(t, dir, commit)
+	plain, indexed := newSearches(t, dir, idx)
+	path := filepath.Join(dir, "strings", "reader.go")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), "Reader", "Ruader")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := json.RawMessage(`{"pattern":"Ruader","literal":true}`)
+	for _, tc := range []struct {
+		tool tools.Tool
+		want string
+	}{{plain, " in 1 file"}, {indexed, "No matches"}} {
+		out, err := tc.tool.Run(t.Context(), in)
+		if first, _, _ := strings.Cut(out.Text, "\n"); err != nil || !strings.Contains(first, tc.want) {
+			t.Errorf("%q, %v; want %q", first, err, tc.want)
+		}
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	ws, err := tools.NewWorkspace(dir, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	small := tools.SearchCodeOptions{MaxFileSize: 4 << 10}
+	searchBoth(t, tools.NewSearchCode(ws, tools.Options{Search: small}),
+		tools.NewSearchCode(ws, tools.Options{Search: small, Index: func() (tools.CodeIndex, string) { return idx, "" }}),
+		map[string]any{"pattern": "func", "literal": true})
+}
+
+// The index's text passes the secret filter as a file read does: content
+// that a later commit made a secret (the same bytes under a denied name)
+// is kept out of a search through an index built before it.
+func TestSearchCodeIndexTextStillFiltersSecrets(t *testing.T) {
+	const secret = "TOKEN=index-text-secret-4417\n"
+	r := gitexectest.Init(t, "")
+	first := strings.TrimSpace(r.Commit(gitexectest.Commit{Write: map[string]string{"notes.txt": secret, "a.go": "package a\n"}}))
+	idx := buildIndex(t, r.Dir, first)
+	if _, ok := idx.Text("notes.txt"); !ok {
+		t.Fatal("the index holds no text of notes.txt")
+	}
+	r.Commit(gitexectest.Commit{Write: map[string]string{".env": secret}, Force: true})
+	_, indexed := newSearches(t, r.Dir, idx)
+	out, err := indexed.Run(t.Context(), json.RawMessage(`{"pattern":"index-text-secret","literal":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.Text, "notes.txt") || strings.Contains(out.Text, "4417") {
+		t.Errorf("a secret's content came out of the index's text:\n%s", out.Text)
+	}
+}

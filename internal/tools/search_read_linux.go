@@ -107,7 +107,7 @@ func openat(dirFD int, name string, flags int) (int, error) {
 	}
 }
 
-func (r *dirReader) Read(rel string, buf []byte, maxSize int64) ([]byte, search.Skip) {
+func (r *dirReader) Read(rel string, buf []byte, maxSize int64) ([]byte, bool, search.Skip) {
 	dir, name := path.Split(rel)
 	if len(dir) > 0 {
 		dir = dir[:len(dir)-1]
@@ -127,12 +127,13 @@ func (r *dirReader) Read(rel string, buf []byte, maxSize int64) ([]byte, search.
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		return buf, search.SkipUnreadable
+		return buf, false, search.SkipUnreadable
 	}
 	if st.Size > maxSize {
-		return buf, search.SkipHuge
+		return buf, false, search.SkipHuge
 	}
-	return search.ReadAll(fdReader(fd), buf, st.Size, maxSize)
+	buf, skip := search.ReadAll(fdReader(fd), buf, st.Size, maxSize)
+	return buf, false, skip
 }
 
 // fdReader reads a raw descriptor, without the poller registration an

@@ -103,15 +103,15 @@ type secretFilter struct {
 	staged stagedSet
 }
 
-func (r secretFilter) Read(rel string, buf []byte, maxSize int64) ([]byte, search.Skip) {
+func (r secretFilter) Read(rel string, buf []byte, maxSize int64) ([]byte, bool, search.Skip) {
 	if r.staged.holds(r.ws, rel) {
-		return buf, search.SkipSilently
+		return buf, false, search.SkipSilently
 	}
-	buf, skip := r.FileReader.Read(rel, buf, maxSize)
-	if skip == search.NotSkipped && r.set.holds(buf) {
-		return buf, search.SkipSilently
+	text, lent, skip := r.FileReader.Read(rel, buf, maxSize)
+	if skip == search.NotSkipped && r.set.holds(text) {
+		return text, lent, search.SkipSilently
 	}
-	return buf, skip
+	return text, lent, skip
 }
 
 // secretFilter reads what a search must skip: the secret blobs and the
