@@ -15,6 +15,10 @@ type fileID struct {
 	mtime, ctime int64 // nanoseconds
 }
 
+// exactStat says whether statID tells every version apart (inode and
+// change time included), as the refs' stamp needs (see refsStamp).
+const exactStat = true
+
 func statID(fi fs.FileInfo) (fileID, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -25,3 +29,8 @@ func statID(fi fs.FileInfo) (fileID, bool) {
 
 // changed is when the file last changed, as its file system says.
 func (id fileID) changed() time.Time { return time.Unix(0, max(id.mtime, id.ctime)) }
+
+// fields is every part of id, for a stamp.
+func (id fileID) fields() []uint64 {
+	return []uint64{id.ino, uint64(id.size), uint64(id.mtime), uint64(id.ctime)}
+}

@@ -43,6 +43,8 @@ type secretIndex struct {
 	common string
 	// walks counts the walks of the history, for the tests.
 	walks int
+	// tips are the last tips git gave (see cachedTips).
+	tips tipsCache
 }
 
 // maxCovered bounds the commits an index remembers covering; past it, it
@@ -73,7 +75,10 @@ func (g *gitCLI) secretsAt(ctx context.Context, sha string) (*secretBlobs, error
 }
 
 func (g *gitCLI) secretsOf(ctx context.Context, sha string) (*secretBlobs, error) {
-	tips, err := g.refTips(ctx)
+	g.ws.secrets.mu.Lock()
+	known := g.ws.secrets.idx
+	g.ws.secrets.mu.Unlock()
+	tips, err := g.cachedTips(ctx, known)
 	switch {
 	case errors.Is(err, ErrNotGitRepo), errors.Is(err, ErrForeignGitDir), errors.Is(err, exec.ErrNotFound):
 		// No history the tools may read: nothing of it to hide either.
