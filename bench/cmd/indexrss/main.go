@@ -121,8 +121,8 @@ func report(h repos.RepoHealth, ready time.Duration) {
 	if h.Index != nil {
 		state, files = h.Index.State, h.Index.Files
 	}
-	fmt.Printf("index=%s files=%d ready_after=%s rss=%dMB peak_rss=%dMB heap_inuse=%dMB\n",
-		state, files, ready.Round(100*time.Millisecond), rss/1024, peak/1024, ms.HeapInuse>>20)
+	fmt.Printf("index=%s files=%d ready_after=%s rss=%dMB (anonymous %dMB, mapped files %dMB) peak_rss=%dMB heap_inuse=%dMB\n",
+		state, files, ready.Round(100*time.Millisecond), rss/1024, procstat.KB("RssAnon:")/1024, procstat.KB("RssFile:")/1024, peak/1024, ms.HeapInuse>>20)
 }
 
 // commitChange appends a line to the first n Go files git lists in dir,
