@@ -307,6 +307,12 @@ func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
 		log.Info("code index build stopped", "reason", "shutting down")
 		return
 	}
+	if err == nil {
+		// Before the index is announced ready, so whoever sees it ready
+		// (a restart's wait, a test) finds the directory already tidied
+		// and anything written there after it left alone.
+		m.ix.sweep(r)
+	}
 	x.mu.Lock()
 	if err != nil {
 		e.state, e.reason = IndexFailed, failReason(err)
@@ -326,7 +332,6 @@ func (m *Manager) indexCurrent(ctx context.Context, r *repo) {
 		return
 	}
 	log.Info("code index ready", "how", how, "files", e.files, "duration", time.Since(start).Round(time.Millisecond).String())
-	m.ix.sweep(r)
 }
 
 // fileCounter is an index that can count its files without decoding its
