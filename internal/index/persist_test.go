@@ -83,6 +83,12 @@ func savedAndLoaded(t *testing.T) (built, loaded *Index) {
 	t.Helper()
 	ws, head := wallRepo(t)
 	ix := build(t, ws, head, Options{})
+	return ix, saveAndLoad(t, ix)
+}
+
+// saveAndLoad saves ix and loads it again.
+func saveAndLoad(t *testing.T, ix *Index) *Index {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "index")
 	if err := ix.Save(path); err != nil {
 		t.Fatal(err)
@@ -91,7 +97,7 @@ func savedAndLoaded(t *testing.T) (built, loaded *Index) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ix, got
+	return got
 }
 
 // An intact saved index passes Verify and says nothing of damage.

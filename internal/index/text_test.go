@@ -47,14 +47,7 @@ func TestTextIsWhatTheWallRead(t *testing.T) {
 		t.Errorf("built (-want +got):\n%s", diff)
 	}
 
-	path := filepath.Join(t.TempDir(), "index")
-	if err := ix.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	got, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := saveAndLoad(t, ix)
 	if diff := cmp.Diff(want, texts(got, asked)); diff != "" {
 		t.Errorf("loaded (-want +got):\n%s", diff)
 	}
@@ -193,14 +186,7 @@ func TestSymbolPlacesRoundTrip(t *testing.T) {
 	}
 	ix.syms[doIdx].Doc = "not in the file at all"
 	ix.syms[0].Signature = "" // empty stays empty
-	path := filepath.Join(t.TempDir(), "index")
-	if err := ix.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	got, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := saveAndLoad(t, ix)
 	if diff := cmp.Diff(ix.syms, got.whole().syms); diff != "" {
 		t.Errorf("symbols (-saved +loaded):\n%s", diff)
 	}
