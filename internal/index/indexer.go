@@ -58,6 +58,11 @@ func (x Indexer) Load(path string, ws *tools.Workspace) (tools.CodeIndex, error)
 	if err != nil {
 		return nil, err
 	}
+	if ix.deny != ws.DenyKey() {
+		// What it read through a symlink may be denied now: Update
+		// checks every file against the wall again, Load cannot.
+		return nil, fmt.Errorf("load index %s: it was built under another deny-list; build it again", path)
+	}
 	if x.CheckOnLoad {
 		if err := ix.Verify(); err != nil {
 			return nil, fmt.Errorf("load index %s: %w", path, err)

@@ -205,3 +205,55 @@ func TestSymbolPlacesRoundTrip(t *testing.T) {
 		t.Errorf("symbols (-saved +loaded):\n%s", diff)
 	}
 }
+
+// A saved index is the wall's reading under the deny-list it was built
+// with. Here notes.txt links to an ignored file, read through the link
+// when the index was built; the deny-list then grows to cover the
+// target, and the index saved before is loaded for the same commit. A
+// search must not show the target's text through the index, as reading
+// the link refuses it now.
+func TestLoadedIndexDoesNotOutliveItsDenyList(t *testing.T) {
+	const key = "private-key-7731\n"
+	r := gitexectest.Init(t, "")
+	head := r.Commit(gitexectest.Commit{Write: map[string]string{".gitignore": "private/\n", "a.go": "package a\n"}})
+	if err := os.MkdirAll(filepath.Join(r.Dir, "private"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "private", "key.txt"), []byte(key), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("private/key.txt", filepath.Join(r.Dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ix := build(t, ws, head, Options{})
+	if b, ok := ix.Text("notes.txt"); !ok || string(b) != key {
+		t.Fatalf("Text(notes.txt) = %q, %v; the test needs the link's text indexed", b, ok)
+	}
+	path := filepath.Join(t.TempDir(), "index")
+	if err := ix.Save(path); err != nil {
+		t.Fatal(err)
+	}
+
+	denied, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{Deny: []string{"private/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer denied.Close()
+	loaded, err := Indexer{}.Load(path, denied)
+	if err != nil {
+		return // refused: it is built again under the new deny-list
+	}
+	search := tools.NewSearchCode(denied, tools.Options{Index: func() (tools.CodeIndex, string) { return loaded, "" }})
+	out, err := search.Run(t.Context(), []byte(`{"pattern":"private-key-7731","literal":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.Text, "7731") {
+		t.Errorf("a denied file's text came out of an index saved under the old deny-list:\n%s", out.Text)
+	}
+}

@@ -62,7 +62,7 @@ func Update(ctx context.Context, prev *Index, ws *tools.Workspace, commit string
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", shortCommit(commit), err)
 	}
-	ix.ws = ws
+	ix.ws, ix.deny = ws, ws.DenyKey()
 	r.log.Debug("index updated", "commit", shortCommit(commit), "files", len(ix.files), "read", len(read))
 	return ix, nil
 }
