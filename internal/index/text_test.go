@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -255,5 +256,45 @@ func TestLoadedIndexDoesNotOutliveItsDenyList(t *testing.T) {
 	}
 	if strings.Contains(out.Text, "7731") {
 		t.Errorf("a denied file's text came out of an index saved under the old deny-list:\n%s", out.Text)
+	}
+}
+
+// A symlink's text is its target's: when a commit changes the target,
+// git lists the target as changed, not the link, and the updated index
+// must not keep the link's text from the earlier commit.
+func TestUpdateReadsALinkWhoseTargetChanged(t *testing.T) {
+	r := gitexectest.Init(t, "")
+	r.Commit(gitexectest.Commit{Write: map[string]string{"a.txt": "alpha-old-5150\n"}})
+	if err := os.Symlink("a.txt", filepath.Join(r.Dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r.Git("add", "notes.txt")
+	first := r.Commit(gitexectest.Commit{})
+	ws, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	prev := build(t, ws, first, Options{})
+	if b, _ := prev.Text("notes.txt"); string(b) != "alpha-old-5150\n" {
+		t.Fatalf("Text(notes.txt) = %q before the change", b)
+	}
+	next := r.Commit(gitexectest.Commit{Write: map[string]string{"a.txt": "alpha-new-5150\n"}})
+	ws2, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws2.Close()
+	up, err := Update(t.Context(), prev, ws2, next, []string{"a.txt"}, Options{MaxFileBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a.txt", "notes.txt"} {
+		if b, ok := up.Text(p); ok && string(b) != "alpha-new-5150\n" {
+			t.Errorf("Text(%s) = %q after the update; want the commit's text", p, b)
+		}
+	}
+	if got, _ := up.Candidates([]string{"alpha-new"}, false); !slices.Contains(got, "notes.txt") {
+		t.Errorf("Candidates(alpha-new) = %v; want notes.txt among them", got)
 	}
 }

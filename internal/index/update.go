@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -81,8 +83,10 @@ func (prev *Index) split(ctx context.Context, ws *tools.Workspace, paths, change
 			return nil, nil, err
 		}
 		id, found := slices.BinarySearchFunc(prev.files, p, func(f fileEntry, p string) int { return strings.Compare(f.path, p) })
-		if !found || dirty[p] || prev.files[id].size == notRead {
-			read = append(read, p) // new, changed, or unreadable last time
+		if !found || dirty[p] || prev.files[id].size == notRead || isLink(ws, p) {
+			// New, changed, unreadable last time, or a symlink: its text
+			// is its target's, which changed lists under its own name.
+			read = append(read, p)
 			continue
 		}
 		switch err := check(p); {
@@ -97,6 +101,14 @@ func (prev *Index) split(ctx context.Context, ws *tools.Workspace, paths, change
 		}
 	}
 	return kept, read, nil
+}
+
+// isLink says whether the listed path p is a symlink. A listed path has
+// no symlink above it (git tracks nothing beyond one, and the walk does
+// not enter them), so its last component is the only one to look at.
+func isLink(ws *tools.Workspace, p string) bool {
+	fi, err := os.Lstat(filepath.Join(ws.Dir(), filepath.FromSlash(p)))
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
 // merge makes the new index from prev's kept files and the fresh ones,
