@@ -222,6 +222,7 @@ func withMeta(data []byte, nfiles uint64) []byte {
 	var e encoder
 	e.str(ix.commit)
 	e.str(ix.note)
+	e.str(ix.deny)
 	e.uint(nfiles)
 	e.uint(ix.rest.nsyms)
 	e.uint(ix.rest.nnames)

@@ -298,3 +298,38 @@ func TestUpdateReadsALinkWhoseTargetChanged(t *testing.T) {
 		t.Errorf("Candidates(alpha-new) = %v; want notes.txt among them", got)
 	}
 }
+
+// File sizes whose sum wraps around to the text's length (every checksum
+// right) are refused at Load, never sliced with.
+func TestLoadRefusesTextSizesThatWrap(t *testing.T) {
+	ws, head := wallRepo(t)
+	ix := build(t, ws, head, Options{})
+	var withText []int
+	for id, f := range ix.files {
+		if f.size >= 0 {
+			withText = append(withText, id)
+		}
+	}
+	if len(withText) < 4 {
+		t.Fatalf("%d files with text; the test needs 4", len(withText))
+	}
+	// Four sizes of 2^62 add up to 2^64, nothing in 64 bits; the last
+	// also takes what the others had, so the sum is the text's length.
+	var moved int64
+	for _, id := range withText[:4] {
+		moved += ix.files[id].size
+		ix.files[id].size = 1 << 62
+	}
+	ix.files[withText[3]].size += moved
+	data := encoded(t, ix)
+	got, err := loadBytes(t, data)
+	if err == nil {
+		for _, f := range got.files {
+			got.Text(f.path)
+		}
+		t.Fatal("Load accepted file sizes that wrap around")
+	}
+	if !errors.Is(err, ErrFormat) {
+		t.Errorf("Load = %v, want ErrFormat", err)
+	}
+}
