@@ -52,7 +52,7 @@ type Options struct {
 type Index struct {
 	commit string
 	note   string
-	deny   string      // the DenyKey of the workspace it was read through
+	wall   string      // the wall it was read through (see wallKey)
 	files  []fileEntry // sorted by path; a file's id is its position
 
 	gramKeys []uint32 // sorted

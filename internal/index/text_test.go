@@ -245,7 +245,7 @@ func TestLoadedIndexDoesNotOutliveItsDenyList(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer denied.Close()
-	loaded, err := Indexer{}.Load(path, denied)
+	loaded, err := Indexer{}.Load(t.Context(), path, denied)
 	if err != nil {
 		return // refused: it is built again under the new deny-list
 	}
@@ -331,5 +331,48 @@ func TestLoadRefusesTextSizesThatWrap(t *testing.T) {
 	}
 	if !errors.Is(err, ErrFormat) {
 		t.Errorf("Load = %v, want ErrFormat", err)
+	}
+}
+
+// An index holds the text of one checkout's files: the same commit read
+// from another directory of the repository (the service pointed at
+// another part of it under the same name) has other files under the
+// same paths. Neither a saved index nor the base of an update may answer
+// for the other directory with the first one's text.
+func TestIndexOfOneDirectoryDoesNotServeAnother(t *testing.T) {
+	r := gitexectest.Init(t, "")
+	head := r.Commit(gitexectest.Commit{Write: map[string]string{
+		"one/a.txt": "only-in-one-6061\n",
+		"two/a.txt": "only-in-two-6062\n",
+	}})
+	wsAt := func(sub string) *tools.Workspace {
+		ws, err := tools.NewWorkspace(filepath.Join(r.Dir, sub), tools.WorkspaceOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	one, two := wsAt("one"), wsAt("two")
+	ix := build(t, one, head, Options{})
+	if b, ok := ix.Text("a.txt"); !ok || string(b) != "only-in-one-6061\n" {
+		t.Fatalf("Text(a.txt) = %q, %v", b, ok)
+	}
+	path := filepath.Join(t.TempDir(), "index")
+	if err := ix.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if loaded, err := (Indexer{}).Load(t.Context(), path, two); err == nil {
+		if b, ok := loaded.(*Index).Text("a.txt"); ok && string(b) != "only-in-two-6062\n" {
+			t.Errorf("loaded for two/: Text(a.txt) = %q", b)
+		}
+	}
+	next := r.Commit(gitexectest.Commit{Write: map[string]string{"b.txt": "top\n"}})
+	up, err := Update(t.Context(), ix, two, next, []string{"b.txt"}, Options{MaxFileBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := up.Text("a.txt"); ok && string(b) != "only-in-two-6062\n" {
+		t.Errorf("updated for two/: Text(a.txt) = %q", b)
 	}
 }

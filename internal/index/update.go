@@ -17,6 +17,15 @@ import (
 	"github.com/askrepo/askrepo/internal/tools"
 )
 
+// wallKey names what decides which files an index holds and what their
+// text is: the checkout's place in its repository (the same commit read
+// from another directory has other files under the same names) and its
+// deny-list (a grown one can deny what a symlink read then).
+func wallKey(ctx context.Context, ws *tools.Workspace) string {
+	prefix, _ := ws.GitPrefix(ctx)
+	return prefix + "\x00" + ws.DenyKey()
+}
+
 // Update builds the index of commit from prev, the index of an earlier
 // commit of the same checkout, reading again only the paths in changed
 // (as `git diff --name-only prev..commit` lists them) and the files prev
@@ -35,7 +44,10 @@ func Update(ctx context.Context, prev *Index, ws *tools.Workspace, commit string
 	if err != nil {
 		return nil, err
 	}
-	if prev == nil || prev.note != r.note() {
+	// prev's text is of the files where it was read: another place in
+	// the repository (or another deny-list) is built anew.
+	wall := wallKey(ctx, ws)
+	if prev == nil || prev.note != r.note() || prev.wall != wall {
 		return Build(ctx, ws, commit, opts)
 	}
 	// A loaded index is checked whole before anything is carried over.
@@ -64,7 +76,7 @@ func Update(ctx context.Context, prev *Index, ws *tools.Workspace, commit string
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", shortCommit(commit), err)
 	}
-	ix.ws, ix.deny = ws, ws.DenyKey()
+	ix.ws, ix.wall = ws, wall
 	r.log.Debug("index updated", "commit", shortCommit(commit), "files", len(ix.files), "read", len(read))
 	return ix, nil
 }
