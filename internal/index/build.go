@@ -46,7 +46,7 @@ func Build(ctx context.Context, ws *tools.Workspace, commit string, opts Options
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", shortCommit(commit), err)
 	}
-	ix.ws = ws
+	ix.ws, ix.wall = ws, wallKey(ctx, ws)
 	r.log.Debug("index built", "commit", shortCommit(commit), "files", len(ix.files), "symbols", len(ix.syms))
 	return ix, nil
 }

@@ -27,7 +27,7 @@ func decode(data []byte) (*Index, error) {
 	ix := &Index{diskBytes: atomicInt(int64(len(data))), lazy: &lazy{}}
 	r := &rest{names: secs[secNames], symbols: secs[secSymbols]}
 	d := decoder{b: secs[secMeta].b}
-	ix.commit, ix.note = d.str(), d.str()
+	ix.commit, ix.note, ix.wall = d.str(), d.str(), d.str()
 	nfiles := d.uint()
 	r.nsyms, r.nnames, r.nOccs = d.uint(), d.uint(), d.uint()
 	d.end()

@@ -52,6 +52,7 @@ type Options struct {
 type Index struct {
 	commit string
 	note   string
+	wall   string      // the wall it was read through (see wallKey)
 	files  []fileEntry // sorted by path; a file's id is its position
 
 	gramKeys []uint32 // sorted

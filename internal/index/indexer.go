@@ -52,11 +52,18 @@ func (x Indexer) Save(idx tools.CodeIndex, path string) error {
 }
 
 // Load reads the index saved at path, reading the lines of its references
-// through ws.
-func (x Indexer) Load(path string, ws *tools.Workspace) (tools.CodeIndex, error) {
+// through ws; one read through another wall (see wallKey) is refused.
+func (x Indexer) Load(ctx context.Context, path string, ws *tools.Workspace) (tools.CodeIndex, error) {
 	ix, err := Load(path)
 	if err != nil {
 		return nil, err
+	}
+	wall := wallKey(ctx, ws)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("load index %s: %w", path, err)
+	}
+	if ix.wall != wall {
+		return nil, fmt.Errorf("load index %s: it was built from another directory of the repository or under another deny-list; build it again", path)
 	}
 	if x.CheckOnLoad {
 		if err := ix.Verify(); err != nil {

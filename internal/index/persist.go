@@ -25,7 +25,7 @@ import (
 // length and CRC-32, 24 bytes), the CRC-32 of all of that, then the
 // sections, each starting at a multiple of 8:
 //
-//	meta    commit, note, and the counts of files, symbols, names and occurrences
+//	meta    commit, note, wall (see wallKey), and the counts of files, symbols, names and occurrences
 //	files   paths front-coded, with size, symbol count and reference count
 //	keys    the trigrams, sorted, 4 bytes each (little-endian)
 //	offs    where each trigram's posting list starts and the last ends, 4 bytes each
@@ -50,7 +50,7 @@ import (
 const (
 	magic = "askrepo code index\n"
 	// formatVersion changes whenever the layout or meaning does.
-	formatVersion = 4
+	formatVersion = 5
 )
 
 // The sections, in file order.
@@ -161,6 +161,7 @@ func (ix *Index) encodeWhole() [nSections][]byte {
 	var e encoder
 	e.str(ix.commit)
 	e.str(ix.note)
+	e.str(ix.wall)
 	e.uint(uint64(len(ix.files)))
 	e.uint(uint64(len(ix.syms)))
 	e.uint(uint64(len(ix.names)))

@@ -228,6 +228,7 @@ func withMeta(data []byte, nfiles uint64) []byte {
 	var e encoder
 	e.str(ix.commit)
 	e.str(ix.note)
+	e.str(ix.wall)
 	e.uint(nfiles)
 	e.uint(ix.rest.nsyms)
 	e.uint(ix.rest.nnames)
@@ -334,10 +335,10 @@ func TestIndexerCheckOnLoad(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Indexer{CheckOnLoad: true}).Load(path, ws); !errors.Is(err, ErrFormat) {
+	if _, err := (Indexer{CheckOnLoad: true}).Load(t.Context(), path, ws); !errors.Is(err, ErrFormat) {
 		t.Errorf("CheckOnLoad: Load = %v, want ErrFormat", err)
 	}
-	idx, err := (Indexer{}).Load(path, ws)
+	idx, err := (Indexer{}).Load(t.Context(), path, ws)
 	if err != nil {
 		t.Fatalf("without CheckOnLoad: %v", err)
 	}

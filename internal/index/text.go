@@ -49,6 +49,10 @@ func newText(files []fileEntry, data []byte, sums []uint32, hold *mapping) (*tex
 	var off int64
 	for id, f := range files {
 		t.offs[id] = off
+		if f.size > int64(len(data))-off {
+			// Checked one by one, so no sum of sizes can wrap around.
+			return nil, fmt.Errorf("the files' text sizes add up to more than the text's %d bytes", len(data))
+		}
 		if f.size > 0 {
 			off += f.size
 		}

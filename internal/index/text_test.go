@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -189,5 +190,175 @@ func TestSymbolPlacesRoundTrip(t *testing.T) {
 	got := saveAndLoad(t, ix)
 	if diff := cmp.Diff(ix.syms, got.whole().syms); diff != "" {
 		t.Errorf("symbols (-saved +loaded):\n%s", diff)
+	}
+}
+
+// A saved index is the wall's reading under the deny-list it was built
+// with. Here notes.txt links to an ignored file, read through the link
+// when the index was built; the deny-list then grows to cover the
+// target, and the index saved before is loaded for the same commit. A
+// search must not show the target's text through the index, as reading
+// the link refuses it now.
+func TestLoadedIndexDoesNotOutliveItsDenyList(t *testing.T) {
+	const key = "private-key-7731\n"
+	r := gitexectest.Init(t, "")
+	head := r.Commit(gitexectest.Commit{Write: map[string]string{".gitignore": "private/\n", "a.go": "package a\n"}})
+	if err := os.MkdirAll(filepath.Join(r.Dir, "private"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "private", "key.txt"), []byte(key), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("private/key.txt", filepath.Join(r.Dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ix := build(t, ws, head, Options{})
+	if b, ok := ix.Text("notes.txt"); !ok || string(b) != key {
+		t.Fatalf("Text(notes.txt) = %q, %v; the test needs the link's text indexed", b, ok)
+	}
+	path := filepath.Join(t.TempDir(), "index")
+	if err := ix.Save(path); err != nil {
+		t.Fatal(err)
+	}
+
+	denied, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{Deny: []string{"private/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer denied.Close()
+	loaded, err := Indexer{}.Load(t.Context(), path, denied)
+	if err != nil {
+		return // refused: it is built again under the new deny-list
+	}
+	search := tools.NewSearchCode(denied, tools.Options{Index: func() (tools.CodeIndex, string) { return loaded, "" }})
+	out, err := search.Run(t.Context(), []byte(`{"pattern":"private-key-7731","literal":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.Text, "7731") {
+		t.Errorf("a denied file's text came out of an index saved under the old deny-list:\n%s", out.Text)
+	}
+}
+
+// A symlink's text is its target's: when a commit changes the target,
+// git lists the target as changed, not the link, and the updated index
+// must not keep the link's text from the earlier commit.
+func TestUpdateReadsALinkWhoseTargetChanged(t *testing.T) {
+	r := gitexectest.Init(t, "")
+	r.Commit(gitexectest.Commit{Write: map[string]string{"a.txt": "alpha-old-5150\n"}})
+	if err := os.Symlink("a.txt", filepath.Join(r.Dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r.Git("add", "notes.txt")
+	first := r.Commit(gitexectest.Commit{})
+	ws, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	prev := build(t, ws, first, Options{})
+	if b, _ := prev.Text("notes.txt"); string(b) != "alpha-old-5150\n" {
+		t.Fatalf("Text(notes.txt) = %q before the change", b)
+	}
+	next := r.Commit(gitexectest.Commit{Write: map[string]string{"a.txt": "alpha-new-5150\n"}})
+	ws2, err := tools.NewWorkspace(r.Dir, tools.WorkspaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws2.Close()
+	up, err := Update(t.Context(), prev, ws2, next, []string{"a.txt"}, Options{MaxFileBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a.txt", "notes.txt"} {
+		if b, ok := up.Text(p); ok && string(b) != "alpha-new-5150\n" {
+			t.Errorf("Text(%s) = %q after the update; want the commit's text", p, b)
+		}
+	}
+	if got, _ := up.Candidates([]string{"alpha-new"}, false); !slices.Contains(got, "notes.txt") {
+		t.Errorf("Candidates(alpha-new) = %v; want notes.txt among them", got)
+	}
+}
+
+// File sizes whose sum wraps around to the text's length (every checksum
+// right) are refused at Load, never sliced with.
+func TestLoadRefusesTextSizesThatWrap(t *testing.T) {
+	ws, head := wallRepo(t)
+	ix := build(t, ws, head, Options{})
+	var withText []int
+	for id, f := range ix.files {
+		if f.size >= 0 {
+			withText = append(withText, id)
+		}
+	}
+	if len(withText) < 4 {
+		t.Fatalf("%d files with text; the test needs 4", len(withText))
+	}
+	// Four sizes of 2^62 add up to 2^64, nothing in 64 bits; the last
+	// also takes what the others had, so the sum is the text's length.
+	var moved int64
+	for _, id := range withText[:4] {
+		moved += ix.files[id].size
+		ix.files[id].size = 1 << 62
+	}
+	ix.files[withText[3]].size += moved
+	data := encoded(t, ix)
+	got, err := loadBytes(t, data)
+	if err == nil {
+		for _, f := range got.files {
+			got.Text(f.path)
+		}
+		t.Fatal("Load accepted file sizes that wrap around")
+	}
+	if !errors.Is(err, ErrFormat) {
+		t.Errorf("Load = %v, want ErrFormat", err)
+	}
+}
+
+// An index holds the text of one checkout's files: the same commit read
+// from another directory of the repository (the service pointed at
+// another part of it under the same name) has other files under the
+// same paths. Neither a saved index nor the base of an update may answer
+// for the other directory with the first one's text.
+func TestIndexOfOneDirectoryDoesNotServeAnother(t *testing.T) {
+	r := gitexectest.Init(t, "")
+	head := r.Commit(gitexectest.Commit{Write: map[string]string{
+		"one/a.txt": "only-in-one-6061\n",
+		"two/a.txt": "only-in-two-6062\n",
+	}})
+	wsAt := func(sub string) *tools.Workspace {
+		ws, err := tools.NewWorkspace(filepath.Join(r.Dir, sub), tools.WorkspaceOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	one, two := wsAt("one"), wsAt("two")
+	ix := build(t, one, head, Options{})
+	if b, ok := ix.Text("a.txt"); !ok || string(b) != "only-in-one-6061\n" {
+		t.Fatalf("Text(a.txt) = %q, %v", b, ok)
+	}
+	path := filepath.Join(t.TempDir(), "index")
+	if err := ix.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if loaded, err := (Indexer{}).Load(t.Context(), path, two); err == nil {
+		if b, ok := loaded.(*Index).Text("a.txt"); ok && string(b) != "only-in-two-6062\n" {
+			t.Errorf("loaded for two/: Text(a.txt) = %q", b)
+		}
+	}
+	next := r.Commit(gitexectest.Commit{Write: map[string]string{"b.txt": "top\n"}})
+	up, err := Update(t.Context(), ix, two, next, []string{"b.txt"}, Options{MaxFileBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := up.Text("a.txt"); ok && string(b) != "only-in-two-6062\n" {
+		t.Errorf("updated for two/: Text(a.txt) = %q", b)
 	}
 }

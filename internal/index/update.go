@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,6 +16,15 @@ import (
 
 	"github.com/askrepo/askrepo/internal/tools"
 )
+
+// wallKey names what decides which files an index holds and what their
+// text is: the checkout's place in its repository (the same commit read
+// from another directory has other files under the same names) and its
+// deny-list (a grown one can deny what a symlink read then).
+func wallKey(ctx context.Context, ws *tools.Workspace) string {
+	prefix, _ := ws.GitPrefix(ctx)
+	return prefix + "\x00" + ws.DenyKey()
+}
 
 // Update builds the index of commit from prev, the index of an earlier
 // commit of the same checkout, reading again only the paths in changed
@@ -33,7 +44,10 @@ func Update(ctx context.Context, prev *Index, ws *tools.Workspace, commit string
 	if err != nil {
 		return nil, err
 	}
-	if prev == nil || prev.note != r.note() {
+	// prev's text is of the files where it was read: another place in
+	// the repository (or another deny-list) is built anew.
+	wall := wallKey(ctx, ws)
+	if prev == nil || prev.note != r.note() || prev.wall != wall {
 		return Build(ctx, ws, commit, opts)
 	}
 	// A loaded index is checked whole before anything is carried over.
@@ -62,7 +76,7 @@ func Update(ctx context.Context, prev *Index, ws *tools.Workspace, commit string
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", shortCommit(commit), err)
 	}
-	ix.ws = ws
+	ix.ws, ix.wall = ws, wall
 	r.log.Debug("index updated", "commit", shortCommit(commit), "files", len(ix.files), "read", len(read))
 	return ix, nil
 }
@@ -81,8 +95,10 @@ func (prev *Index) split(ctx context.Context, ws *tools.Workspace, paths, change
 			return nil, nil, err
 		}
 		id, found := slices.BinarySearchFunc(prev.files, p, func(f fileEntry, p string) int { return strings.Compare(f.path, p) })
-		if !found || dirty[p] || prev.files[id].size == notRead {
-			read = append(read, p) // new, changed, or unreadable last time
+		if !found || dirty[p] || prev.files[id].size == notRead || isLink(ws, p) {
+			// New, changed, unreadable last time, or a symlink: its text
+			// is its target's, which changed lists under its own name.
+			read = append(read, p)
 			continue
 		}
 		switch err := check(p); {
@@ -97,6 +113,14 @@ func (prev *Index) split(ctx context.Context, ws *tools.Workspace, paths, change
 		}
 	}
 	return kept, read, nil
+}
+
+// isLink says whether the listed path p is a symlink. A listed path has
+// no symlink above it (git tracks nothing beyond one, and the walk does
+// not enter them), so its last component is the only one to look at.
+func isLink(ws *tools.Workspace, p string) bool {
+	fi, err := os.Lstat(filepath.Join(ws.Dir(), filepath.FromSlash(p)))
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
 // merge makes the new index from prev's kept files and the fresh ones,

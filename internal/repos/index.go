@@ -25,7 +25,7 @@ type Indexer interface {
 	// Load reads it back as the index of ws, failing on anything it
 	// cannot trust.
 	Save(idx tools.CodeIndex, path string) error
-	Load(path string, ws *tools.Workspace) (tools.CodeIndex, error)
+	Load(ctx context.Context, path string, ws *tools.Workspace) (tools.CodeIndex, error)
 }
 
 // Notes a tool result carries when it could not use the index of its

@@ -90,11 +90,11 @@ func (c *countingIndexer) Update(ctx context.Context, prev tools.CodeIndex, ws *
 	return c.Indexer.Update(ctx, prev, ws, commit, changed)
 }
 
-func (c *countingIndexer) Load(path string, ws *tools.Workspace) (tools.CodeIndex, error) {
+func (c *countingIndexer) Load(ctx context.Context, path string, ws *tools.Workspace) (tools.CodeIndex, error) {
 	c.mu.Lock()
 	c.loads++
 	c.mu.Unlock()
-	return c.Indexer.Load(path, ws)
+	return c.Indexer.Load(ctx, path, ws)
 }
 
 // counts returns builds, updates and loads so far.
@@ -159,7 +159,7 @@ func (listIndexer) Save(idx tools.CodeIndex, path string) error {
 	return os.WriteFile(path, b, 0o644) // private() narrows it
 }
 
-func (listIndexer) Load(path string, _ *tools.Workspace) (tools.CodeIndex, error) {
+func (listIndexer) Load(_ context.Context, path string, _ *tools.Workspace) (tools.CodeIndex, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -35,7 +35,7 @@ const diffTimeout = 2 * time.Minute
 // make returns the index of ws at commit: the one an earlier run saved,
 // else updated from the newest index there is, else built; how says which.
 func (ix *indexer) make(ctx context.Context, r *repo, ws *tools.Workspace, commit string) (idx tools.CodeIndex, how string, err error) {
-	if idx := ix.load(r, ws, commit); idx != nil {
+	if idx := ix.load(ctx, r, ws, commit); idx != nil {
 		return idx, "loaded", nil
 	}
 	// A path checkout's files are read as they are: the index matches its
@@ -49,7 +49,7 @@ func (ix *indexer) make(ctx context.Context, r *repo, ws *tools.Workspace, commi
 		return idx
 	}
 	log := ix.log.With("repo", r.spec.Name, "commit", commit)
-	if base := ix.base(r, ws, commit); base != nil && !isInexact(base) {
+	if base := ix.base(ctx, r, ws, commit); base != nil && !isInexact(base) {
 		changed, err := changedPaths(ctx, ws, base.Commit(), commit)
 		if err == nil {
 			idx, err = ix.impl.Update(ctx, base, ws, commit, changed)
@@ -87,7 +87,7 @@ func isCommitID(s string) bool {
 
 // load reads the saved index of commit, if one is there and can be
 // trusted; one that cannot is deleted, to be built again.
-func (ix *indexer) load(r *repo, ws *tools.Workspace, commit string) tools.CodeIndex {
+func (ix *indexer) load(ctx context.Context, r *repo, ws *tools.Workspace, commit string) tools.CodeIndex {
 	p := ix.path(r, commit)
 	if p == "" {
 		return nil
@@ -95,9 +95,12 @@ func (ix *indexer) load(r *repo, ws *tools.Workspace, commit string) tools.CodeI
 	if _, err := os.Lstat(p); err != nil {
 		return nil
 	}
-	idx, err := ix.impl.Load(p, ws)
+	idx, err := ix.impl.Load(ctx, p, ws)
 	if err == nil && idx.Commit() != commit {
 		err = fmt.Errorf("it describes commit %s", idx.Commit())
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil // canceled: it says nothing of the saved index
 	}
 	if err != nil {
 		ix.log.Warn("a saved code index cannot be used; building it again", "repo", r.spec.Name, "commit", commit, "err", err)
@@ -110,7 +113,7 @@ func (ix *indexer) load(r *repo, ws *tools.Workspace, commit string) tools.CodeI
 // base is the index the one of commit is updated from: the newest ready
 // in memory, else (once per run) the newest saved one of another commit,
 // which then stays as the base until something newer is ready.
-func (ix *indexer) base(r *repo, ws *tools.Workspace, commit string) tools.CodeIndex {
+func (ix *indexer) base(ctx context.Context, r *repo, ws *tools.Workspace, commit string) tools.CodeIndex {
 	x := &r.indexes
 	x.mu.Lock()
 	if x.base != nil {
@@ -138,7 +141,7 @@ func (ix *indexer) base(r *repo, ws *tools.Workspace, commit string) tools.CodeI
 	if newest == "" {
 		return nil
 	}
-	idx := ix.load(r, ws, newest)
+	idx := ix.load(ctx, r, ws, newest)
 	if idx == nil {
 		return nil
 	}

@@ -39,7 +39,7 @@ const maxStampEntries = 20000
 // every file and directory git reads for the tips of the repository whose
 // common git directory is common. ok is false when it cannot be trusted:
 // a file system whose stat says less (see exactStat), too many refs, an
-// unreadable entry, or a change newer than tipsSettle before now.
+// unreadable entry, a symlink, or a change newer than tipsSettle before now.
 func refsStamp(common string, now time.Time) (stamp string, ok bool) {
 	if !exactStat {
 		return "", false
@@ -49,7 +49,9 @@ func refsStamp(common string, now time.Time) (stamp string, ok bool) {
 	newest := time.Time{}
 	add := func(rel string, fi fs.FileInfo) bool {
 		id, ok := statID(fi)
-		if !ok {
+		if !ok || fi.Mode()&fs.ModeSymlink != 0 {
+			// git reads refs through a link, and a change behind it
+			// does not show here.
 			return false
 		}
 		n++

@@ -105,3 +105,43 @@ func TestSecretTipsNotTrustedWhileRefsSettle(t *testing.T) {
 		t.Errorf("git was asked for the tips %d times within %s of a commit, want every time", n, tipsSettle)
 	}
 }
+
+// git reads refs through symlinks (a directory of refs linked from
+// elsewhere, or a ref file that is a link), which the stamp cannot see
+// behind: a ref written at the link's far end must still be found.
+func TestSecretTipsSeeRefsBehindALink(t *testing.T) {
+	old := tipsSettle
+	tipsSettle = 0
+	t.Cleanup(func() { tipsSettle = old })
+	dir := t.TempDir()
+	r := gitexectest.Init(t, dir)
+	main := strings.TrimSpace(r.Commit(gitexectest.Commit{Write: map[string]string{"a.go": "package a\n"}}))
+	git := func(args ...string) string { return gitexectest.Git(t, dir, args...) }
+	ext := t.TempDir()
+	if err := os.Symlink(ext, filepath.Join(dir, ".git", "refs", "heads", "ext")); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "TOKEN=tips-behind-link\n"
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blob := strings.TrimSpace(gitexectest.Run(t, dir, gitexectest.Opts{Stdin: secret}, "hash-object", "-w", "--stdin"))
+	tree := strings.TrimSpace(gitexectest.Run(t, dir, gitexectest.Opts{Stdin: "100644 blob " + blob + "\t.env\n"}, "mktree"))
+	sha := git("commit-tree", tree, "-p", main, "-m", "hidden")
+	ws := wsNew(t, dir, WorkspaceOptions{})
+	read := NewReadFile(ws, Options{})
+	for range 2 {
+		if got, err := runGitTool(t, read, map[string]any{"path": "notes.txt"}); err != nil || !strings.Contains(got, "tips-behind-link") {
+			t.Fatalf("read notes.txt before any ref reaches its secret = %q, %v", got, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ext, "b"), []byte(strings.TrimSpace(sha)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(git("rev-parse", "refs/heads/ext/b")); got != strings.TrimSpace(sha) {
+		t.Fatalf("git reads refs/heads/ext/b as %q", got)
+	}
+	if got, err := runGitTool(t, read, map[string]any{"path": "notes.txt"}); !errors.Is(err, ErrDenied) {
+		t.Errorf("read notes.txt once a ref behind a link reaches its secret = %q, %v; want ErrDenied", got, err)
+	}
+}

@@ -73,8 +73,10 @@ type Workspace struct {
 	real string // dir with symlinks resolved: what /proc and EvalSymlinks report
 	root *os.Root
 	deny denyList
-	ttl  time.Duration
-	log  *slog.Logger
+	// denyKey is the deny-list's patterns, one a line (see DenyKey).
+	denyKey string
+	ttl     time.Duration
+	log     *slog.Logger
 
 	// procFD says whether /proc/self/fd can name an open file; when it
 	// cannot, the path is resolved link by link instead.
@@ -142,14 +144,15 @@ func NewWorkspace(dir string, opts WorkspaceOptions) (*Workspace, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	w := &Workspace{
-		dir:   abs,
-		real:  real,
-		root:  root,
-		deny:  deny,
-		ttl:   ttl,
-		log:   log.With("component", "workspace"),
-		lock:  make(chan struct{}, 1),
-		owned: opts.Owned,
+		dir:     abs,
+		real:    real,
+		root:    root,
+		deny:    deny,
+		denyKey: strings.Join(patterns, "\n"),
+		ttl:     ttl,
+		log:     log.With("component", "workspace"),
+		lock:    make(chan struct{}, 1),
+		owned:   opts.Owned,
 	}
 	if opts.GitDir != "" {
 		if w.gitDir, err = filepath.Abs(opts.GitDir); err != nil {
@@ -182,6 +185,12 @@ func (w *Workspace) Close() error {
 	}
 	return w.root.Close()
 }
+
+// DenyKey names the deny-list the workspace applies: two workspaces with
+// the same key refuse the same paths. What was read through the wall
+// under one deny-list (a saved code index) is not what it gives under
+// another: a grown list can deny the target of a symlink read then.
+func (w *Workspace) DenyKey() string { return w.denyKey }
 
 // Denied reports whether rel (relative to the checkout, slash-separated)
 // is on the deny-list, itself or through a parent directory.
