@@ -70,7 +70,11 @@ func (t *text) of(id int) []byte {
 	if t == nil || id < 0 || id+1 >= len(t.offs) {
 		return nil
 	}
-	return t.data[t.offs[id]:t.offs[id+1]]
+	// Capped at its end: an append to one file's text must never run on
+	// into the next file's (on a mapping it would fault; where the text is
+	// read into memory, it would silently change what the next search
+	// reads).
+	return t.data[t.offs[id]:t.offs[id+1]:t.offs[id+1]]
 }
 
 // checkedOf returns file id's text once its sum holds, checking it the

@@ -362,3 +362,18 @@ func TestIndexOfOneDirectoryDoesNotServeAnother(t *testing.T) {
 		t.Errorf("updated for two/: Text(a.txt) = %q", b)
 	}
 }
+
+// The text handed out ends where the file does: appending to it copies,
+// never writing into the next file's text.
+func TestTextIsCappedAtItsFile(t *testing.T) {
+	ws, head := wallRepo(t)
+	for _, ix := range []*Index{build(t, ws, head, Options{}), saveAndLoad(t, build(t, ws, head, Options{}))} {
+		b, ok := ix.Text("cmd/main.go")
+		if !ok {
+			t.Fatal("no text of cmd/main.go")
+		}
+		if cap(b) != len(b) {
+			t.Errorf("cap %d, len %d: the text runs on into the next file's", cap(b), len(b))
+		}
+	}
+}
