@@ -136,16 +136,6 @@ func Load(path string) (*Index, error) {
 	return ix, nil
 }
 
-// encode is the saved form of ix, in memory; an index loaded damaged
-// cannot be saved.
-func (ix *Index) encode() ([]byte, error) {
-	secs, err := ix.sections()
-	if err != nil {
-		return nil, err
-	}
-	return layout(secs), nil
-}
-
 // sections is the saved form of ix, section by section; the text is the
 // index's own.
 func (ix *Index) sections() ([nSections][]byte, error) {
@@ -203,13 +193,6 @@ func (ix *Index) encodeWhole() [nSections][]byte {
 	}
 	secs[secTextSums] = tsums
 	return secs
-}
-
-// layout is the header and the sections after it, in memory.
-func layout(secs [nSections][]byte) []byte {
-	var b bytes.Buffer
-	writeLayout(&b, secs)
-	return b.Bytes()
 }
 
 // writeLayout writes the header and the sections after it to w, and
